@@ -1,0 +1,89 @@
+"""``python -m autograder doctor``: what this machine is and which checks run here."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+
+CHECK_KINDS = (
+    # (name, runs on cpu?, what happens on cpu)
+    ("placement", True, "graded on /CPU:1 of two logical CPU devices"),
+    ("gradients", True, "graded everywhere"),
+    ("tracing and XLA compilation", True, "graded everywhere"),
+    ("dtypes and mixed-precision policies", True, "graded everywhere"),
+    ("speedups real on a CPU (graph, XLA, tf.data)", True, "timed against cpu thresholds"),
+    ("GPU-only speedups (mixed precision, GPU vs CPU)", False, "skipped with the reason; outputs still checked"),
+    ("custom op on /GPU:0", False, "skipped; the CPU kernel is graded"),
+)
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_report() -> dict:
+    """Facts about this machine and TensorFlow, as a dict."""
+    import tensorflow as tf
+
+    from autograder.hardware import current_profile
+
+    profile = current_profile()
+    build = tf.sysconfig.get_build_info()
+    return {
+        "tensorflow": tf.__version__,
+        "keras": tf.keras.__version__ if hasattr(tf.keras, "__version__") else None,
+        "python": platform.python_version(),
+        "cpu": cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "physical_devices": [f"{d.device_type}:{d.name.rsplit(':', 1)[-1]}" for d in tf.config.list_physical_devices()],
+        "gpu": profile.gpu_name,
+        "compute_capability": ".".join(map(str, profile.compute_capability)) if profile.compute_capability else None,
+        "built_with_cuda": tf.test.is_built_with_cuda(),
+        "cuda_version": build.get("cuda_version"),
+        "cudnn_version": build.get("cudnn_version"),
+        "profile": profile.name,
+        "profile_injected": profile.injected,
+        "exercise_device": profile.device(),
+        "checks": [
+            {"check": name, "runs": profile.has_gpu or on_cpu,
+             "how": f"graded on {profile.device()}" if profile.has_gpu else how}
+            for name, on_cpu, how in CHECK_KINDS
+        ],
+    }
+
+
+def format_report(report: dict) -> str:
+    lines = [
+        f"TensorFlow {report['tensorflow']} (Keras {report['keras']}), Python {report['python']}",
+        f"CPU: {report['cpu']} ({report['cpu_cores']} cores)",
+        f"Devices: {', '.join(report['physical_devices'])}",
+        "GPU: " + (f"{report['gpu']} (compute capability {report['compute_capability']})" if report["gpu"]
+                   else "none found" + (" (TensorFlow built with CUDA " + str(report["cuda_version"]) + ")" if report["built_with_cuda"] else "")),
+        f"Hardware profile: {report['profile']}" + (" (set by --profile/AUTOGRADER_PROFILE)" if report["profile_injected"] else " (detected)"),
+        f"Exercises place work on: {report['exercise_device']}",
+        "Checks on this machine:",
+    ]
+    for item in report["checks"]:
+        mark = "runs " if item["runs"] else "skips"
+        lines.append(f"  {mark}  {item['check']}: {item['how']}")
+    return "\n".join(lines)
+
+
+def _run(args: argparse.Namespace) -> int:
+    report = machine_report()
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("doctor", help="describe this machine and which checks will run here")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=_run)

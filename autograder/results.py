@@ -1,0 +1,90 @@
+"""Results of a graded notebook, in Gradescope's ``results.json`` shape.
+
+One shape serves ``check --json``, Gradescope and the CSV export:
+``{"score", "max_score", "tests": [{"name", "score", "max_score", "output",
+"visibility"}], ...}``.  Serialisation and atomic writing live here only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class TestResult:
+    """One graded part (an nbgrader ``grade_id``)."""
+
+    name: str
+    score: float
+    max_score: float
+    output: str = ""
+    visibility: str = "visible"
+    status: str = "passed"  # passed | failed | error | skipped | missing | inconclusive
+
+    __test__ = False  # not a pytest test class
+
+
+@dataclass
+class Results:
+    """A whole notebook's grade."""
+
+    tests: list[TestResult] = field(default_factory=list)
+    notebook: str = ""
+    profile: dict | None = None
+    output: str = ""
+    execution_time_s: float | None = None
+
+    @property
+    def score(self) -> float:
+        return round(sum(t.score for t in self.tests), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(t.max_score for t in self.tests), 6)
+
+    def by_name(self) -> dict[str, TestResult]:
+        return {t.name: t for t in self.tests}
+
+    def to_dict(self) -> dict:
+        return {
+            "score": self.score,
+            "max_score": self.max_score,
+            "output": self.output,
+            "execution_time": self.execution_time_s,
+            "tests": [asdict(t) for t in self.tests],
+            "extra_data": {"notebook": self.notebook, "profile": self.profile},
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Results":
+        extra = data.get("extra_data") or {}
+        return cls(
+            tests=[TestResult(**t) for t in data.get("tests", [])],
+            notebook=extra.get("notebook", ""),
+            profile=extra.get("profile"),
+            output=data.get("output", ""),
+            execution_time_s=data.get("execution_time"),
+        )
+
+
+def write_atomic(path: Path | str, text: str) -> None:
+    """Write ``text`` so that ``path`` holds either the old or the whole new content."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
