@@ -1,0 +1,320 @@
+"""The book's benchmark pairs: a baseline and a faster way to do the same work.
+
+Each ``Benchmark`` names the thresholds row it is judged by and builds its pair
+on demand (``setup()`` -> ``(baseline, candidate, make_inputs)``), so importing
+this module costs nothing and every run gets fresh ``tf.function`` objects.
+``python -m autograder bench`` times every pair with ``measure_speedup`` and the
+book's plots read the JSON it writes.  ``slow_setup``, where given, builds a
+plausible mistake that produces the right answer without the speedup; the
+reliability script (``benchmarks/reliability.py``) checks that it never passes.
+
+To add a pair for a chapter: write a ``_setup_<name>`` function that imports
+TensorFlow inside, and add a ``Benchmark`` to ``BENCHMARKS`` (and a row to
+``autograder.thresholds.THRESHOLDS`` for its ``check``).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+Pair = tuple[Callable[..., Any], Callable[..., Any], Callable[[], tuple]]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One baseline/candidate pair of the book."""
+
+    name: str
+    chapter: str
+    description: str
+    check: str  # row of autograder.thresholds.THRESHOLDS
+    setup: Callable[[], Pair]
+    label: str = "candidate"
+    baseline_label: str = "baseline"
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    slow_setup: Callable[[], Pair] | None = None
+
+
+# --- graph vs eager -----------------------------------------------------------
+
+
+def _small_op_step(x, w):
+    """Forty tiny ops: in eager mode each one pays Python and dispatch
+    overhead, which is what a tf.function removes."""
+    import tensorflow as tf
+
+    for _ in range(20):
+        x = tf.tanh(tf.matmul(x, w)) * 0.5 + 0.1
+    return x
+
+
+def _small_op_inputs() -> tuple:
+    import tensorflow as tf
+
+    return (tf.random.normal([8, 16]), tf.random.normal([16, 16], stddev=0.3))
+
+
+def _setup_graph_vs_eager() -> Pair:
+    import tensorflow as tf
+
+    return _small_op_step, tf.function(_small_op_step), _small_op_inputs
+
+
+def _slow_graph_vs_eager() -> Pair:
+    """The mistake: a tf.function that hands every iteration back to Python
+    (``tf.py_function``), so it keeps all of eager's overhead."""
+    import tensorflow as tf
+
+    def one(x, w):
+        return tf.tanh(tf.matmul(x, w)) * 0.5 + 0.1
+
+    @tf.function
+    def step(x, w):
+        for _ in range(20):
+            x = tf.py_function(one, [x, w], tf.float32)
+        return x
+
+    return _small_op_step, step, _small_op_inputs
+
+
+# --- XLA on a fused elementwise chain -----------------------------------------
+
+
+def _chain(x):
+    """24 elementwise ops: a plain graph runs 24 kernels, each reading and
+    writing the whole tensor; XLA fuses them into one pass over memory."""
+    import tensorflow as tf
+
+    y = x
+    for _ in range(6):
+        y = y * 1.0001 + 0.5
+        y = tf.maximum(y, y * -0.1)
+        y = y * y * 0.01 - y
+    return y
+
+
+def _chain_inputs() -> tuple:
+    import tensorflow as tf
+
+    return (tf.random.normal([512, 1024]),)
+
+
+def _setup_xla_fused_chain() -> Pair:
+    import tensorflow as tf
+
+    return tf.function(_chain), tf.function(_chain, jit_compile=True), _chain_inputs
+
+
+def _slow_xla_fused_chain() -> Pair:
+    """The mistake: ``jit_compile`` forgotten (auto-clustering is off on CPU)."""
+    import tensorflow as tf
+
+    return tf.function(_chain), tf.function(_chain), _chain_inputs
+
+
+# --- tf.data: parallel map + prefetch on a latency-bound map ------------------
+
+_LOAD_S = 0.002  # simulated I/O latency per element (a file or network read)
+_STEP_S = 0.004  # simulated training step per batch
+
+
+def _pipeline_inputs() -> tuple:
+    import numpy as np
+
+    return (np.random.default_rng().normal(size=(48, 8)).astype("float32"),)
+
+
+def _consume(ds) -> Any:
+    import numpy as np
+
+    batches = []
+    for batch in ds:
+        time.sleep(_STEP_S)  # the model's step, which prefetch overlaps with loading
+        batches.append(batch.numpy())
+    return np.concatenate(batches)
+
+
+def _load(ds, num_parallel_calls):
+    import tensorflow as tf
+
+    def read(v):
+        time.sleep(_LOAD_S)
+        return v * 2.0
+
+    def load(x):
+        y = tf.py_function(read, [x], tf.float32)
+        y.set_shape(x.shape)
+        return y
+
+    return ds.map(load, num_parallel_calls=num_parallel_calls)
+
+
+def _naive_pipeline(data):
+    import tensorflow as tf
+
+    return _consume(_load(tf.data.Dataset.from_tensor_slices(data), None).batch(8))
+
+
+def _setup_tfdata_parallel_prefetch() -> Pair:
+    import tensorflow as tf
+
+    def fast(data):
+        ds = _load(tf.data.Dataset.from_tensor_slices(data), tf.data.AUTOTUNE)
+        return _consume(ds.batch(8).prefetch(tf.data.AUTOTUNE))
+
+    return _naive_pipeline, fast, _pipeline_inputs
+
+
+def _slow_tfdata_parallel_prefetch() -> Pair:
+    """The mistake: ``prefetch`` added but the map left sequential, and the
+    prefetch put before ``batch`` where it buffers single elements."""
+    import tensorflow as tf
+
+    def slow(data):
+        ds = _load(tf.data.Dataset.from_tensor_slices(data), None).prefetch(1)
+        return _consume(ds.batch(8))
+
+    return _naive_pipeline, slow, _pipeline_inputs
+
+
+# --- tf.data: batch before a vectorizable map ---------------------------------
+
+
+def _vector_inputs() -> tuple:
+    import numpy as np
+
+    return (np.random.default_rng().normal(size=(4096, 16)).astype("float32"),)
+
+
+def _normalise(x):
+    import tensorflow as tf
+
+    return tf.tanh(x * 0.5 + 1.0) * 2.0
+
+
+def _collect(ds) -> Any:
+    import numpy as np
+
+    return np.concatenate([b.numpy() for b in ds])
+
+
+def _setup_tfdata_batch_before_map() -> Pair:
+    import tensorflow as tf
+
+    def map_then_batch(data):
+        return _collect(tf.data.Dataset.from_tensor_slices(data).map(_normalise).batch(256))
+
+    def batch_then_map(data):
+        return _collect(tf.data.Dataset.from_tensor_slices(data).batch(256).map(_normalise))
+
+    return map_then_batch, batch_then_map, _vector_inputs
+
+
+# --- mixed precision training step --------------------------------------------
+
+
+def _setup_mixed_precision_step() -> Pair:
+    """Forward and backward pass of an MLP in float32 vs a mixed policy
+    (mixed_float16 on GPUs, mixed_bfloat16 on CPUs, where float16 matmuls are
+    emulated).  The loss is returned, not applied, so repeated calls agree."""
+    import keras
+    import tensorflow as tf
+
+    from autograder.hardware import current_profile
+
+    mixed = "mixed_float16" if current_profile().has_gpu else "mixed_bfloat16"
+
+    # A GPU needs big matmuls before Tensor Cores pay off; a CPU needs small
+    # ones to stay within a chapter's time budget.
+    batch, width = (2048, 4096) if current_profile().has_gpu else (256, 1024)
+
+    def build(policy: str) -> keras.Model:
+        inputs = keras.Input((512,))
+        h = keras.layers.Dense(width, activation="relu", dtype=policy)(inputs)
+        h = keras.layers.Dense(width, activation="relu", dtype=policy)(h)
+        logits = keras.layers.Dense(10, dtype="float32")(h)
+        return keras.Model(inputs, logits)
+
+    model32, model_mixed = build("float32"), build(mixed)
+    model_mixed.set_weights(model32.get_weights())
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def make_step(model: keras.Model):
+        @tf.function
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            return loss, tf.linalg.global_norm([tf.cast(g, tf.float32) for g in grads])
+
+        return step
+
+    def inputs() -> tuple:
+        return (tf.random.normal([batch, 512]), tf.random.uniform([batch], 0, 10, dtype=tf.int32))
+
+    return make_step(model32), make_step(model_mixed), inputs
+
+
+BENCHMARKS: dict[str, Benchmark] = {
+    b.name: b
+    for b in (
+        Benchmark(
+            name="graph_vs_eager",
+            chapter="06_autograph",
+            description="40 small ops on an 8x16 tensor: eager Python vs one tf.function",
+            check="graph_vs_eager",
+            setup=_setup_graph_vs_eager,
+            label="tf.function",
+            baseline_label="eager",
+            rtol=1e-4,
+            atol=1e-5,
+            slow_setup=_slow_graph_vs_eager,
+        ),
+        Benchmark(
+            name="xla_fused_chain",
+            chapter="04_xla",
+            description="24 elementwise ops on 512x1024 floats: tf.function vs jit_compile=True",
+            check="xla_fused_chain",
+            setup=_setup_xla_fused_chain,
+            label="XLA",
+            baseline_label="plain",
+            rtol=1e-4,
+            atol=1e-5,
+            slow_setup=_slow_xla_fused_chain,
+        ),
+        Benchmark(
+            name="tfdata_parallel_prefetch",
+            chapter="05_tfdata",
+            description="48 elements with 2 ms simulated I/O each, 4 ms step per batch of 8: "
+            "sequential map vs parallel map + prefetch",
+            check="tfdata_parallel_prefetch",
+            setup=_setup_tfdata_parallel_prefetch,
+            label="parallel map + prefetch",
+            baseline_label="naive",
+            slow_setup=_slow_tfdata_parallel_prefetch,
+        ),
+        Benchmark(
+            name="tfdata_batch_before_map",
+            chapter="05_tfdata",
+            description="4096 rows of 16 floats through a vectorizable map: map then batch vs batch then map",
+            check="tfdata_batch_before_map",
+            setup=_setup_tfdata_batch_before_map,
+            label="batch then map",
+            baseline_label="map then batch",
+        ),
+        Benchmark(
+            name="mixed_precision_step",
+            chapter="03_mixed_precision",
+            description="forward + backward of a 3-layer MLP (256 rows, width 1024 on CPU; 2048 rows, width 4096 on GPU): "
+            "float32 vs mixed policy",
+            check="mixed_precision_step",
+            setup=_setup_mixed_precision_step,
+            label="mixed precision step",
+            baseline_label="float32",
+            rtol=3e-2,
+            atol=3e-2,
+        ),
+    )
+}

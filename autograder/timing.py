@@ -1,0 +1,434 @@
+"""Measuring a speedup so that noise can't fool the verdict.
+
+``measure_speedup`` times a baseline and a candidate side by side and decides
+whether the candidate is at least ``min_ratio`` times faster:
+
+* warm-up calls (tracing, XLA compilation, tf.data start-up) are not timed;
+* every result is forced to the host (``.numpy()`` on every tensor in the
+  output), so asynchronous GPU work is inside the timed region;
+* baseline and candidate trials are interleaved, alternating which goes first,
+  so a burst of load from another process hits both;
+* each trial gets fresh inputs from ``make_inputs()`` and the candidate's output
+  is checked against the baseline's on the same inputs, so a cached or wrong
+  answer can't pass;
+* the verdict is taken on the median of the per-trial ratios with a
+  distribution-free (order-statistic) confidence interval; trials are added
+  while the interval straddles the threshold, and when the time budget runs out
+  the answer is "inconclusive", never a silent pass or fail.
+
+The clock is ``time.perf_counter`` as it was when this module was imported:
+a learner who later patches ``time.perf_counter`` does not change what is
+measured, and ``clock_is_genuine()`` tells the integrity checks whether anyone
+tried.
+"""
+from __future__ import annotations
+
+import gc
+import inspect
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+# Bound before any learner code runs (the grader imports this module first).
+_clock = time.perf_counter
+_GENUINE_CLOCKS: dict[str, Callable[[], Any]] = {
+    name: getattr(time, name)
+    for name in ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns")
+}
+
+VERDICTS = ("pass", "fail", "inconclusive", "skipped")
+
+
+def replaced_clocks() -> list[str]:
+    """Names of ``time`` functions that differ from the ones seen at import."""
+    return [f"time.{name}" for name, func in _GENUINE_CLOCKS.items() if getattr(time, name, None) is not func]
+
+
+def clock_is_genuine() -> bool:
+    """True while ``time.perf_counter``/``time.time``/``time.monotonic`` (and their
+    ``_ns`` forms) are the functions that were there when this module was imported."""
+    return not replaced_clocks()
+
+
+class SpeedInconclusive(AssertionError):
+    """The confidence interval still straddled the threshold when the budget ran out."""
+
+
+@dataclass
+class SpeedResult:
+    """What one speed check found.  Times are medians per call, in seconds;
+    ``ratio`` is the median of baseline/candidate over paired trials."""
+
+    verdict: str
+    baseline_s: float | None
+    candidate_s: float | None
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    min_ratio: float | None
+    profile: str
+    trials: int
+    message: str
+    check: str = ""
+    label: str = "candidate"
+    baseline_label: str = "baseline"
+    confidence: float = 0.99
+    calls_per_trial: int = 1
+    output_mismatch: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# --- forcing results to the host and comparing them -------------------------
+
+
+def to_host(value: Any) -> Any:
+    """``value`` with every tensor replaced by a NumPy array (nested lists,
+    tuples, namedtuples and dicts are walked).  Calling ``.numpy()`` waits for
+    the device, which is what puts asynchronous GPU work inside the timing."""
+    if isinstance(value, dict):
+        return {k: to_host(v) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(to_host(v) for v in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_host(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return value
+    numpy = getattr(value, "numpy", None)
+    if callable(numpy):
+        return numpy()
+    return value
+
+
+def _leaves(value: Any, path: str = "output") -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        out: list[tuple[str, Any]] = []
+        for k in sorted(value, key=str):
+            out += _leaves(value[k], f"{path}[{k!r}]")
+        return out
+    if isinstance(value, (list, tuple)):
+        out = []
+        for i, v in enumerate(value):
+            out += _leaves(v, f"{path}[{i}]")
+        return out
+    return [(path, value)]
+
+
+def compare_outputs(expected: Any, actual: Any, *, rtol: float, atol: float) -> str | None:
+    """None if ``actual`` matches ``expected`` (np.allclose per leaf, NaNs equal),
+    else one line naming where they differ and by how much."""
+    exp_leaves, act_leaves = _leaves(expected), _leaves(actual)
+    if [p for p, _ in exp_leaves] != [p for p, _ in act_leaves]:
+        return (
+            f"the output has a different structure: expected {len(exp_leaves)} value(s) "
+            f"{_shape_summary(exp_leaves)}, got {len(act_leaves)} {_shape_summary(act_leaves)}"
+        )
+    for (path, e), (_, a) in zip(exp_leaves, act_leaves):
+        e_arr, a_arr = np.asarray(e), np.asarray(a)
+        if e_arr.shape != a_arr.shape:
+            return f"{path} has shape {a_arr.shape}, expected {e_arr.shape}"
+        numeric = e_arr.dtype.kind in "biufc" and a_arr.dtype.kind in "biufc"
+        if not numeric:
+            if not np.array_equal(e_arr, a_arr):
+                return f"{path} differs: got {_short(a_arr)}, expected {_short(e_arr)}"
+            continue
+        e64 = e_arr.astype(np.complex128 if e_arr.dtype.kind == "c" else np.float64)
+        a64 = a_arr.astype(np.complex128 if a_arr.dtype.kind == "c" else np.float64)
+        close = np.isclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True)
+        if not close.all():
+            diff = np.abs(a64 - e64)
+            diff = np.where(np.isnan(diff), np.inf, diff)
+            idx = np.unravel_index(int(np.argmax(np.where(close, -1.0, diff))), diff.shape) if diff.ndim else ()
+            where = f" at index {tuple(int(i) for i in idx)}" if idx else ""
+            return (
+                f"{path} differs by up to {float(diff[idx]):.3g}{where} "
+                f"(got {_num(a64[idx])}, expected {_num(e64[idx])}; "
+                f"{int((~close).sum())} of {close.size} values outside rtol={rtol:g}, atol={atol:g})"
+            )
+    return None
+
+
+def _num(x: Any) -> str:
+    return f"{complex(x):.6g}" if np.iscomplexobj(x) else f"{float(np.real(x)):.6g}"
+
+
+def _short(arr: np.ndarray) -> str:
+    text = np.array2string(arr, threshold=6)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _shape_summary(leaves: list[tuple[str, Any]]) -> str:
+    return "[" + ", ".join(str(np.shape(v)) for _, v in leaves[:4]) + (", ...]" if len(leaves) > 4 else "]")
+
+
+# --- statistics -----------------------------------------------------------------
+
+
+def median_ci(values: Sequence[float], confidence: float = 0.99) -> tuple[float, float, float]:
+    """(median, low, high): the sample median and a distribution-free interval
+    for the true median from order statistics.  The number of values below the
+    true median is Binomial(n, 1/2), so [x_(k), x_(n-k+1)] covers it with
+    probability 1 - 2 P(B < k); k is the largest index that keeps this at or
+    above ``confidence``.  With too few values for that, the interval is the
+    whole real line (the caller keeps sampling)."""
+    xs = sorted(values)
+    n = len(xs)
+    if n == 0:
+        return math.nan, -math.inf, math.inf
+    med = float(np.median(xs))
+    alpha = 1.0 - confidence
+    # cumulative P(B <= j) for B ~ Binomial(n, 1/2)
+    cdf, acc = [], 0.0
+    for j in range(n + 1):
+        acc += math.comb(n, j) / 2.0**n
+        cdf.append(acc)
+    k = 0  # 1-based order-statistic index; 0 means "no interval yet"
+    for cand in range(1, n // 2 + 1):
+        if 2 * cdf[cand - 1] <= alpha:  # P(B <= cand-1) = P(B < cand)
+            k = cand
+    if k == 0:
+        return med, -math.inf, math.inf
+    return med, float(xs[k - 1]), float(xs[n - k])
+
+
+def min_trials_for(confidence: float) -> int:
+    """Fewest trials for which ``median_ci`` gives a finite interval."""
+    n = 1
+    while math.isinf(median_ci([0.0] * n, confidence)[1]):
+        n += 1
+    return n
+
+
+# --- formatting -------------------------------------------------------------------
+
+
+def format_seconds(s: float) -> str:
+    """'11.2 ms', '840 µs', '1.32 s'."""
+    if s >= 1.0:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s * 1e6:.0f} µs"
+
+
+def _fmt_ratio(r: float, other: float | None = None) -> str:
+    text = f"{r:.1f}"
+    if other is not None and text == f"{other:.1f}" and r != other:
+        text = f"{r:.2f}"
+    return text + "x"
+
+
+# --- the measurement ------------------------------------------------------------
+
+
+def _resolve_profile(profile: Any) -> str:
+    if profile is None:
+        from autograder.hardware import current_profile
+
+        return current_profile().name
+    return profile if isinstance(profile, str) else profile.name
+
+
+def _timed_call(fn: Callable, args: tuple, reps: int) -> tuple[float, Any]:
+    """Seconds per call of ``fn(*args)`` (mean of ``reps`` calls, each forced to
+    the host) and the last call's host value.  The garbage collector is paused
+    so a collection triggered by someone else's garbage is not billed here."""
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        start = _clock()
+        for _ in range(reps):
+            out = to_host(fn(*args))
+        elapsed = _clock() - start
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return elapsed / reps, out
+
+
+def _fresh_inputs(make_inputs: Callable[[], Any]) -> tuple:
+    args = make_inputs()
+    if not isinstance(args, tuple):
+        raise TypeError(
+            f"make_inputs() must return a tuple of arguments, got {type(args).__name__}; "
+            "wrap a single argument as (x,)"
+        )
+    return args
+
+
+def measure_speedup(
+    baseline: Callable,
+    candidate: Callable,
+    make_inputs: Callable[[], tuple],
+    *,
+    check: str,
+    label: str = "candidate",
+    baseline_label: str = "baseline",
+    min_ratio: float | None = None,
+    profile: Any = None,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    budget_s: float = 20.0,
+    confidence: float = 0.99,
+    warmup: int = 2,
+    min_sample_s: float = 2e-3,
+    verify_trials: int = 3,
+    measure_when_untimed: bool = False,
+) -> SpeedResult:
+    """Time ``candidate`` against ``baseline`` and decide whether it is at least
+    ``min_ratio`` times faster (``None``: look ``check`` up in
+    ``autograder.thresholds`` for ``profile``, default the current one).
+
+    Each function is called as ``fn(*make_inputs())``.  ``warmup`` untimed calls
+    of each come first.  A function faster than ``min_sample_s`` per call is
+    called several times per trial on the same inputs (the same number for
+    both), so timer resolution does not dominate.  ``budget_s`` bounds the
+    timed trials (not the warm-up).  When the table says the check is not timed
+    on this profile the outputs are still compared on ``verify_trials`` fresh
+    inputs and the verdict is "skipped" (with ``measure_when_untimed=True`` the
+    pair is also timed, for reports, but still not graded)."""
+    profile_name = _resolve_profile(profile)
+    if min_ratio is None:
+        from autograder.thresholds import min_ratio_for
+
+        min_ratio = min_ratio_for(check, profile_name)
+        timed = min_ratio is not None
+    else:
+        timed = True
+    if timed and not min_ratio > 0:
+        raise ValueError(f"min_ratio must be positive, got {min_ratio!r}")
+
+    def result(verdict: str, message: str, **kw: Any) -> SpeedResult:
+        fields: dict[str, Any] = dict(
+            baseline_s=None, candidate_s=None, ratio=None, ci_low=None, ci_high=None, trials=0
+        )
+        fields.update(kw)
+        return SpeedResult(
+            verdict=verdict, min_ratio=min_ratio, profile=profile_name, message=message,
+            check=check, label=label, baseline_label=baseline_label, confidence=confidence, **fields,
+        )
+
+    def mismatch_result(problem: str, when: str, trials: int) -> SpeedResult:
+        message = (
+            f"{label} gives a different result from {baseline_label} ({when}): {problem}. "
+            "A speedup only counts when the answer is the same; fix the result first."
+        )
+        return result("fail", message, trials=trials, output_mismatch=problem)
+
+    # Warm-up: tracing, compilation and first-call costs stay out of the timing,
+    # and a wrong answer is reported before any time is spent measuring.
+    fastest = math.inf
+    for i in range(max(warmup, 1)):
+        args = _fresh_inputs(make_inputs)
+        t_b, out_b = _timed_call(baseline, args, 1)
+        t_c, out_c = _timed_call(candidate, args, 1)
+        problem = compare_outputs(out_b, out_c, rtol=rtol, atol=atol)
+        if problem:
+            return mismatch_result(problem, f"warm-up call {i + 1}", 0)
+        if i > 0 or warmup <= 1:
+            fastest = min(fastest, t_b, t_c)
+
+    if not timed and not measure_when_untimed:
+        for i in range(verify_trials):
+            args = _fresh_inputs(make_inputs)
+            out_b = to_host(baseline(*args))
+            out_c = to_host(candidate(*args))
+            problem = compare_outputs(out_b, out_c, rtol=rtol, atol=atol)
+            if problem:
+                return mismatch_result(problem, f"check {i + 1} of {verify_trials}", 0)
+        return result(
+            "skipped",
+            f"{label}: speed not graded on profile {profile_name} (the thresholds table has no "
+            f"requirement for {check!r} there); output matches {baseline_label} on "
+            f"{max(warmup, 1) + verify_trials} fresh inputs",
+        )
+
+    reps = 1 if fastest >= min_sample_s else int(math.ceil(min_sample_s / max(fastest, 1e-9)))
+    n_min = min_trials_for(confidence)
+    base_times: list[float] = []
+    cand_times: list[float] = []
+    ratios: list[float] = []
+    deadline = _clock() + budget_s
+    verdict = "inconclusive"
+    med = lo = hi = math.nan
+    while True:
+        args = _fresh_inputs(make_inputs)
+        if len(ratios) % 2 == 0:
+            t_b, out_b = _timed_call(baseline, args, reps)
+            t_c, out_c = _timed_call(candidate, args, reps)
+        else:
+            t_c, out_c = _timed_call(candidate, args, reps)
+            t_b, out_b = _timed_call(baseline, args, reps)
+        problem = compare_outputs(out_b, out_c, rtol=rtol, atol=atol)
+        if problem:
+            return mismatch_result(problem, f"timed trial {len(ratios) + 1}", len(ratios))
+        base_times.append(t_b)
+        cand_times.append(t_c)
+        ratios.append(t_b / max(t_c, 1e-12))
+        if len(ratios) >= n_min:
+            med, lo, hi = median_ci(ratios, confidence)
+            if timed and lo >= min_ratio:
+                verdict = "pass"
+                break
+            if timed and hi < min_ratio:
+                verdict = "fail"
+                break
+            if not timed and (hi - lo) <= 0.2 * med:
+                break
+        if _clock() >= deadline:
+            break
+    if len(ratios) < n_min:
+        med, lo, hi = median_ci(ratios, confidence)
+
+    b_s = float(np.median(base_times))
+    c_s = float(np.median(cand_times))
+    n = len(ratios)
+    head = f"{label}: {format_seconds(c_s)} vs {format_seconds(b_s)} {baseline_label}"
+    pct = f"{confidence:.0%}"
+    interval = f"{pct} interval {lo:.2f}x-{hi:.2f}x over {n} trials"
+    if not timed:
+        verdict = "skipped"
+        message = f"{head} ({_fmt_ratio(med)}, not graded on profile {profile_name}; {interval})"
+    elif verdict == "pass":
+        message = f"{head} ({_fmt_ratio(med, min_ratio)}, needed {_fmt_ratio(min_ratio)} on profile {profile_name})"
+    elif verdict == "fail":
+        message = (
+            f"{head} ({_fmt_ratio(med, min_ratio)}, needed {_fmt_ratio(min_ratio)} on profile {profile_name}); "
+            f"too slow: even the top of the {interval} is below {_fmt_ratio(min_ratio)}"
+        )
+    else:
+        message = (
+            f"inconclusive: {head} ({_fmt_ratio(med, min_ratio)}, needed {_fmt_ratio(min_ratio)} "
+            f"on profile {profile_name}); the {interval} still straddles the threshold after "
+            f"{budget_s:g} s. Re-run on a quieter machine (close other programs) to get a verdict."
+        )
+    return result(
+        verdict, message, baseline_s=b_s, candidate_s=c_s, ratio=med,
+        ci_low=None if math.isinf(lo) else lo, ci_high=None if math.isinf(hi) else hi,
+        trials=n, calls_per_trial=reps,
+    )
+
+
+def assert_speedup(
+    baseline: Callable,
+    candidate: Callable,
+    make_inputs: Callable[[], tuple],
+    **kwargs: Any,
+) -> SpeedResult:
+    """``measure_speedup`` as a check: prints the message on pass and skip,
+    raises ``AssertionError`` on fail and ``SpeedInconclusive`` when undecided."""
+    res = measure_speedup(baseline, candidate, make_inputs, **kwargs)
+    if res.verdict == "fail":
+        raise AssertionError(res.message)
+    if res.verdict == "inconclusive":
+        raise SpeedInconclusive(res.message)
+    print(res.message)
+    return res
+
+
+# Same keywords as measure_speedup, for help() and editors.
+assert_speedup.__signature__ = inspect.signature(measure_speedup)  # type: ignore[attr-defined]
