@@ -352,7 +352,11 @@ def measure_speedup(
     base_times: list[float] = []
     cand_times: list[float] = []
     ratios: list[float] = []
-    deadline = _clock() + budget_s
+    started = _clock()
+    deadline = started + budget_s
+    # The budget may stop sampling only once an interval exists, unless the
+    # functions are so slow that even that would take three budgets.
+    hard_stop = started + 3 * budget_s
     verdict = "inconclusive"
     med = lo = hi = math.nan
     while True:
@@ -379,7 +383,8 @@ def measure_speedup(
                 break
             if not timed and (hi - lo) <= 0.2 * med:
                 break
-        if _clock() >= deadline:
+        now = _clock()
+        if (now >= deadline and len(ratios) >= n_min) or now >= hard_stop:
             break
     if len(ratios) < n_min:
         med, lo, hi = median_ci(ratios, confidence)
@@ -389,7 +394,10 @@ def measure_speedup(
     n = len(ratios)
     head = f"{label}: {format_seconds(c_s)} vs {format_seconds(b_s)} {baseline_label}"
     pct = f"{confidence:.0%}"
-    interval = f"{pct} interval {lo:.2f}x-{hi:.2f}x over {n} trials"
+    if math.isinf(lo):
+        interval = f"{pct} interval: too few trials ({n}, needs {n_min})"
+    else:
+        interval = f"{pct} interval {lo:.2f}x-{hi:.2f}x over {n} trials"
     if not timed:
         verdict = "skipped"
         message = f"{head} ({_fmt_ratio(med)}, not graded on profile {profile_name}; {interval})"
@@ -398,7 +406,7 @@ def measure_speedup(
     elif verdict == "fail":
         message = (
             f"{head} ({_fmt_ratio(med, min_ratio)}, needed {_fmt_ratio(min_ratio)} on profile {profile_name}); "
-            f"too slow: even the top of the {interval} is below {_fmt_ratio(min_ratio)}"
+            f"too slow: the {interval} is all below {_fmt_ratio(min_ratio)}"
         )
     else:
         message = (
