@@ -1,0 +1,352 @@
+"""Checking an exported SavedModel the way a server would use it.
+
+A SavedModel is only deployable if it works without the Python process that
+wrote it: no Python objects, no closures, no ``tf.py_function`` callbacks, no
+variables that live only in the exporter's memory.  So every function here
+loads the model in a **fresh Python process** (``python -m
+autograder.savedmodel``), exchanging inputs and outputs through ``.npz`` files,
+and reports what that process found:
+
+* ``describe(export_dir)`` -- every signature's input and output specs;
+* ``call_signature(export_dir, name, batches)`` -- call one signature on one or
+  more input dicts (all in one process, so TensorFlow is imported once);
+* ``assert_signature_spec`` and ``assert_matches_reference`` -- the checks the
+  exercises use; they raise ``AssertionError`` with one line a learner can act on.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+DEFAULT_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One input or output of a signature: its key, dtype name and shape
+    (``None`` for a dimension of any size; ``shape=None`` for unknown rank)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int | None, ...] | None
+
+    def describe(self) -> str:
+        shape = "unknown rank" if self.shape is None else "[" + ", ".join(
+            "None" if d is None else str(d) for d in self.shape) + "]"
+        return f"{self.name}: {self.dtype} {shape}"
+
+
+@dataclass(frozen=True)
+class SignatureInfo:
+    """A signature's name and its inputs and outputs, keyed by name."""
+
+    name: str
+    inputs: dict[str, TensorInfo]
+    outputs: dict[str, TensorInfo]
+
+    def describe(self) -> str:
+        ins = ", ".join(t.describe() for t in self.inputs.values()) or "no inputs"
+        outs = ", ".join(t.describe() for t in self.outputs.values()) or "no outputs"
+        return f"{self.name}({ins}) -> {{{outs}}}"
+
+
+@dataclass
+class SignatureRun:
+    """What ``call_signature`` got back from the fresh process."""
+
+    signature: SignatureInfo
+    signatures: dict[str, SignatureInfo]
+    outputs: list[dict[str, np.ndarray]] = field(default_factory=list)
+
+
+class SavedModelError(AssertionError):
+    """The SavedModel could not be loaded or called in a fresh process.  An
+    ``AssertionError`` so that a grading cell reports it as a failed check."""
+
+
+# --- the parent side -----------------------------------------------------------
+
+
+def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float) -> dict:
+    """Run the worker in a fresh interpreter; return its parsed result.json."""
+    with tempfile.TemporaryDirectory(prefix="savedmodel-check-") as tmp:
+        work = Path(tmp)
+        for i, batch in enumerate(batches):
+            if not isinstance(batch, Mapping):
+                raise TypeError(f"each batch must be a dict from input name to array, got {type(batch).__name__}")
+            np.savez(work / f"inputs_{i}.npz", **{k: np.asarray(v) for k, v in batch.items()})
+        (work / "request.json").write_text(json.dumps({**request, "n_batches": len(batches)}))
+        env = dict(os.environ)
+        env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # the worker's own start-up noise is not the learner's
+        package_root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "autograder.savedmodel", str(work)],
+                capture_output=True, text=True, env=env, timeout=timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            raise SavedModelError(
+                f"loading and calling the SavedModel in a fresh process took over {timeout_s:g} s; "
+                "is the exported function doing far more work than the model?"
+            ) from None
+        result_path = work / "result.json"
+        if not result_path.exists():
+            tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise SavedModelError(f"the fresh process that loads the SavedModel died (exit {proc.returncode}): {tail}")
+        result = json.loads(result_path.read_text())
+        if result.get("error"):
+            raise SavedModelError(result["error"])
+        outputs = []
+        for i in range(len(batches)):
+            with np.load(work / f"outputs_{i}.npz", allow_pickle=False) as data:
+                outputs.append({k: data[k] for k in data.files})
+        result["outputs"] = outputs
+        return result
+
+
+def _signature_from_json(name: str, spec: dict) -> SignatureInfo:
+    def tensors(d: dict) -> dict[str, TensorInfo]:
+        return {k: TensorInfo(k, v["dtype"], None if v["shape"] is None else tuple(v["shape"])) for k, v in d.items()}
+
+    return SignatureInfo(name, tensors(spec["inputs"]), tensors(spec["outputs"]))
+
+
+def _check_dir(export_dir: str | os.PathLike) -> str:
+    path = Path(export_dir)
+    if not path.is_dir():
+        raise SavedModelError(f"no directory at {str(path)!r}: export the model there first")
+    if not (path / "saved_model.pb").exists():
+        found = sorted(p.name for p in path.iterdir())[:6]
+        hint = " (a .keras file is not a SavedModel: use model.export(dir) or tf.saved_model.save)" if any(
+            f.endswith(".keras") for f in found) else ""
+        raise SavedModelError(
+            f"{str(path)!r} is not a SavedModel: it has no saved_model.pb (it holds {found or 'nothing'}){hint}"
+        )
+    return str(path.resolve())
+
+
+def describe(export_dir: str | os.PathLike, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, SignatureInfo]:
+    """Every signature of the SavedModel, as a fresh process sees it."""
+    result = _spawn({"export_dir": _check_dir(export_dir), "signature": None}, [], timeout_s)
+    return {name: _signature_from_json(name, spec) for name, spec in result["signatures"].items()}
+
+
+def call_signature(
+    export_dir: str | os.PathLike,
+    signature: str,
+    batches: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> SignatureRun:
+    """Load the SavedModel in a fresh process and call ``signature`` once per
+    input dict in ``batches`` (a single dict is one call).  Arrays are passed
+    with the dtype they have; the signature decides whether it accepts them."""
+    if isinstance(batches, Mapping):
+        batches = [batches]
+    result = _spawn({"export_dir": _check_dir(export_dir), "signature": signature}, list(batches), timeout_s)
+    signatures = {name: _signature_from_json(name, spec) for name, spec in result["signatures"].items()}
+    return SignatureRun(signatures[signature], signatures, result["outputs"])
+
+
+# --- checks ----------------------------------------------------------------------
+
+
+def _shape_text(shape: Sequence[int | None] | None) -> str:
+    if shape is None:
+        return "unknown rank"
+    return "[" + ", ".join("None" if d is None else str(d) for d in shape) + "]"
+
+
+def _compare_tensors(kind: str, sig: SignatureInfo, actual: dict[str, TensorInfo],
+                     expected: Mapping[str, tuple[str, Sequence[int | None] | None]]) -> None:
+    if set(actual) != set(expected):
+        raise AssertionError(
+            f"signature {sig.name!r} has {kind} {sorted(actual)}, expected {sorted(expected)}; "
+            f"the {kind} keys come from the TensorSpec names in input_signature"
+            + (" and the keys of the dict the function returns" if kind == "outputs" else "")
+            + f" (found: {sig.describe()})"
+        )
+    for key, (dtype, shape) in expected.items():
+        got = actual[key]
+        if got.dtype != str(dtype):
+            raise AssertionError(f"{kind[:-1]} {key!r} of signature {sig.name!r} is {got.dtype}, expected {dtype}")
+        if shape is not None and (got.shape is None or tuple(got.shape) != tuple(shape)):
+            extra = ""
+            if got.shape and shape and got.shape[0] is not None and shape[0] is None:
+                extra = "; the batch dimension must be None so any batch size is accepted"
+            raise AssertionError(
+                f"{kind[:-1]} {key!r} of signature {sig.name!r} has shape {_shape_text(got.shape)}, "
+                f"expected {_shape_text(shape)}{extra}"
+            )
+
+
+def assert_signature_spec(
+    export_dir: str | os.PathLike,
+    signature: str,
+    *,
+    inputs: Mapping[str, tuple[str, Sequence[int | None] | None]],
+    outputs: Mapping[str, tuple[str, Sequence[int | None] | None]] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> SignatureInfo:
+    """Check that ``signature`` exists and has exactly these inputs (and
+    outputs, if given): ``{key: (dtype name, shape)}``; a shape of ``None``
+    accepts any shape.  Returns the signature as found."""
+    found = describe(export_dir, timeout_s=timeout_s)
+    return check_spec(found, signature, inputs=inputs, outputs=outputs)
+
+
+def check_spec(
+    found: Mapping[str, SignatureInfo],
+    signature: str,
+    *,
+    inputs: Mapping[str, tuple[str, Sequence[int | None] | None]],
+    outputs: Mapping[str, tuple[str, Sequence[int | None] | None]] | None = None,
+) -> SignatureInfo:
+    """``assert_signature_spec`` on signatures already described."""
+    if signature not in found:
+        raise AssertionError(
+            f"the SavedModel has no signature {signature!r}; it has {sorted(found) or 'none'}. "
+            f"Pass signatures={{{signature!r}: ...}} to tf.saved_model.save"
+        )
+    sig = found[signature]
+    _compare_tensors("inputs", sig, sig.inputs, inputs)
+    if outputs is not None:
+        _compare_tensors("outputs", sig, sig.outputs, outputs)
+    return sig
+
+
+def assert_matches_reference(
+    export_dir: str | os.PathLike,
+    signature: str,
+    reference: Callable[[dict[str, np.ndarray]], Mapping[str, Any]],
+    batches: Sequence[Mapping[str, np.ndarray]],
+    *,
+    rtol: float = 1e-5,
+    atol: float = 1e-5,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> SignatureRun:
+    """Call ``signature`` in a fresh process on every batch and compare each
+    output key with ``reference(batch)`` (a dict of arrays, computed here).
+    Raises ``AssertionError`` naming the batch size, the key and the error."""
+    from autograder.timing import compare_outputs
+
+    run = call_signature(export_dir, signature, batches, timeout_s=timeout_s)
+    for batch, got in zip(batches, run.outputs):
+        size = len(next(iter(batch.values()))) if batch else 0
+        expected = {k: np.asarray(v) for k, v in reference(dict(batch)).items()}
+        missing = sorted(set(expected) - set(got))
+        if missing:
+            raise AssertionError(
+                f"signature {signature!r} returned keys {sorted(got)}, expected {sorted(expected)}: "
+                "return a dict with those keys from the exported function"
+            )
+        for key in sorted(expected):
+            problem = compare_outputs(expected[key], got[key], rtol=rtol, atol=atol)
+            if problem:
+                raise AssertionError(
+                    f"on a batch of {size}, output {key!r} of the reloaded signature {signature!r} "
+                    f"differs from the original model: {problem.replace('output', key, 1)}"
+                )
+    return run
+
+
+# --- the fresh-process side --------------------------------------------------------
+
+
+def _spec_json(spec: Any) -> dict:
+    shape = None if spec.shape.rank is None else list(spec.shape.as_list())
+    return {"dtype": spec.dtype.name, "shape": shape}
+
+
+def _worker(work: Path) -> None:
+    """Load, describe, call; write result.json (and outputs_i.npz).  Every
+    failure becomes an ``error`` line for the parent, never a traceback."""
+    request = json.loads((work / "request.json").read_text())
+    result: dict[str, Any] = {"error": None, "signatures": {}}
+
+    def finish() -> None:
+        (work / "result.json").write_text(json.dumps(result))
+
+    import tensorflow as tf
+
+    try:
+        loaded = tf.saved_model.load(request["export_dir"])
+    except Exception as exc:  # any load failure is the learner's to fix
+        result["error"] = f"tf.saved_model.load failed in a fresh process: {type(exc).__name__}: {_first_line(exc)}"
+        return finish()
+    for name, fn in loaded.signatures.items():
+        _, kwargs = fn.structured_input_signature
+        outputs = fn.structured_outputs
+        result["signatures"][name] = {
+            "inputs": {k: _spec_json(v) for k, v in kwargs.items()},
+            "outputs": {k: _spec_json(v) for k, v in outputs.items()},
+        }
+    name = request["signature"]
+    if name is None:
+        return finish()
+    if name not in loaded.signatures:
+        result["error"] = (
+            f"the SavedModel has no signature {name!r}; it has {sorted(loaded.signatures) or 'none'}. "
+            f"Pass signatures={{{name!r}: ...}} to tf.saved_model.save"
+        )
+        return finish()
+    fn = loaded.signatures[name]
+    for i in range(request["n_batches"]):
+        with np.load(work / f"inputs_{i}.npz", allow_pickle=False) as data:
+            feed = {k: tf.constant(data[k]) for k in data.files}
+        mismatch = _feed_mismatch(name, fn.structured_input_signature[1], feed)
+        if mismatch:
+            result["error"] = mismatch
+            return finish()
+        try:
+            out = fn(**feed)
+        except Exception as exc:  # wrong keys, dtypes or shapes: report, don't crash
+            shapes = ", ".join(f"{k}: {v.dtype.name} {list(v.shape)}" for k, v in feed.items())
+            result["error"] = (
+                f"calling signature {name!r} of the reloaded SavedModel with {{{shapes}}} failed: "
+                f"{type(exc).__name__}: {_first_line(exc)}"
+            )
+            return finish()
+        np.savez(work / f"outputs_{i}.npz", **{k: v.numpy() for k, v in out.items()})
+    finish()
+
+
+def _feed_mismatch(name: str, specs: dict, feed: dict) -> str | None:
+    """Why ``feed`` does not fit the signature's specs, in words, or None.
+    Checked before calling because TensorFlow's own errors for this are
+    multi-line graph-execution reports."""
+    if set(feed) != set(specs):
+        return (f"signature {name!r} takes inputs {sorted(specs)}, but the check feeds {sorted(feed)}: "
+                "name the TensorSpec in input_signature after the input (TensorSpec(..., name=...))")
+    for key, spec in specs.items():
+        value = feed[key]
+        if value.dtype != spec.dtype:
+            return (f"input {key!r} of signature {name!r} expects {spec.dtype.name}, "
+                    f"the check feeds {value.dtype.name}")
+        if not spec.shape.is_compatible_with(value.shape):
+            batch_only = (spec.shape.rank == len(value.shape) and spec.shape.rank > 0
+                          and spec.shape[1:].is_compatible_with(value.shape[1:]))
+            hint = "; use None for the batch dimension" if batch_only else ""
+            return (f"input {key!r} of signature {name!r} has shape {spec.shape}, which does not accept "
+                    f"an input of shape {list(value.shape)}{hint}")
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines() or [""])[0][:500]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m autograder.savedmodel WORKDIR (used by autograder.savedmodel itself)")
+    _worker(Path(sys.argv[1]))
