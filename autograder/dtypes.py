@@ -1,0 +1,83 @@
+"""Dtype checks for mixed precision: a layer's policy, an output's dtype, a
+variable's dtype.  Each raises ``AssertionError`` with one line saying what
+was found, what was expected and how to get it."""
+from __future__ import annotations
+
+from typing import Any
+
+_POLICY_HINT = (
+    "set keras.mixed_precision.set_global_policy({want!r}) before building the model, "
+    "or pass dtype={want!r} to the layer"
+)
+
+
+def _dtype_name(dtype: Any) -> str:
+    """'float16' for tf.float16, np.float16, 'float16' (Keras 3 uses strings)."""
+    import tensorflow as tf
+
+    try:
+        return tf.as_dtype(dtype).name
+    except TypeError:
+        return str(dtype)
+
+
+def _label(obj: Any, what: str | None) -> str:
+    if what:
+        return what
+    name = getattr(obj, "name", None)
+    kind = type(obj).__name__
+    return f"{kind} {name!r}" if name else kind
+
+
+def assert_policy(model_or_layer: Any, policy: str, *, what: str | None = None) -> None:
+    """Fail unless ``model_or_layer.dtype_policy`` is ``policy`` (e.g.
+    ``"mixed_float16"``)."""
+    label = _label(model_or_layer, what)
+    current = getattr(model_or_layer, "dtype_policy", None)
+    if current is None:
+        raise AssertionError(f"{label} has no dtype policy: pass a Keras layer or model")
+    if current.name != policy:
+        raise AssertionError(
+            f"{label} uses dtype policy {current.name!r} (compute {current.compute_dtype}, variables "
+            f"{current.variable_dtype}); expected {policy!r}: " + _POLICY_HINT.format(want=policy) + "."
+        )
+
+
+def assert_output_dtype(tensor: Any, dtype: Any, *, what: str = "output") -> None:
+    """Fail unless ``tensor`` (a tensor, array or Keras tensor) has ``dtype``."""
+    got = getattr(tensor, "dtype", None)
+    if got is None:
+        raise AssertionError(f"{what} is a {type(tensor).__name__}, not a tensor; return the tensor itself")
+    got_name, want_name = _dtype_name(got), _dtype_name(dtype)
+    if got_name == want_name:
+        return
+    hint = ""
+    if want_name == "float32" and got_name in ("float16", "bfloat16"):
+        hint = (
+            " Under mixed precision keep the last layer in float32 (dtype='float32', or a final "
+            "keras.layers.Activation('linear', dtype='float32')) so the softmax and the loss are "
+            "computed in float32."
+        )
+    raise AssertionError(f"{what} has dtype {got_name}; expected {want_name}.{hint}")
+
+
+def assert_variable_dtype(variable_or_layer: Any, dtype: Any, *, what: str | None = None) -> None:
+    """Fail unless the variable, or every weight of the layer/model, has
+    ``dtype`` (under a mixed policy variables stay float32)."""
+    weights = getattr(variable_or_layer, "weights", None)
+    variables = list(weights) if weights is not None and not hasattr(variable_or_layer, "assign") else [variable_or_layer]
+    if not variables:
+        raise AssertionError(f"{_label(variable_or_layer, what)} has no variables yet: build it (call it once) first")
+    want_name = _dtype_name(dtype)
+    for v in variables:
+        got_name = _dtype_name(v.dtype)
+        if got_name != want_name:
+            vname = getattr(v, "path", None) or getattr(v, "name", "variable")
+            owner = f"{what}: " if what else ""
+            hint = (
+                " A mixed policy keeps variables in float32 and computes in 16 bits; "
+                f"dtype={got_name!r} makes the variables {got_name} too."
+                if want_name == "float32" and got_name in ("float16", "bfloat16")
+                else ""
+            )
+            raise AssertionError(f"{owner}variable {vname!r} has dtype {got_name}; expected {want_name}.{hint}")
