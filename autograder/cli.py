@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "autograder.doctor",
     "autograder.check",
     "autograder.placement_cli",
+    "autograder.bench",
 )
 
 
