@@ -5,9 +5,11 @@
 ``nbgrader generate_assignment 01_op_logs`` and ``nbgrader autograde`` work
 here unchanged.
 """
+import os
+
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
-c.CourseDirectory.root = "."
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
 c.CourseDirectory.db_url = "sqlite:///gradebook.db"

@@ -79,6 +79,28 @@ def current_profile() -> Profile:
     return Profile(name=profile_for_capability(cc[0]), gpu_name=name, compute_capability=tuple(cc))
 
 
+def quiet_current_profile() -> Profile:
+    """:func:`current_profile` without TensorFlow's start-up log lines on stderr.
+
+    For command-line tools whose own output a person reads; it only quietens
+    TensorFlow if this process has not imported it yet.
+    """
+    import sys
+
+    if "tensorflow" not in sys.modules:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        stderr_fd = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 2)  # absl prints a banner to fd 2 before any level applies
+            import tensorflow  # noqa: F401
+        finally:
+            os.dup2(stderr_fd, 2)
+            os.close(stderr_fd)
+            os.close(devnull)
+    return current_profile()
+
+
 def setup_exercise_devices(logical_cpus: int = 2) -> str:
     """Prepare devices for an exercise and return the device to place work on.
 

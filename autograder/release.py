@@ -8,6 +8,7 @@ calls ``nbgrader generate_assignment`` with this repository's
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,7 +31,9 @@ def generate(assignments: list[str], *, release_dir: Path | None = None, root: P
                 f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db",
                 "--log-level=WARN",
             ]
-            proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+            # nbgrader runs `alembic` from PATH: put this interpreter's bin folder first.
+            env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+            proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 raise SystemExit(f"error: nbgrader generate_assignment {name} failed:\n{proc.stdout}{proc.stderr}")
 

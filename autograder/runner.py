@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,17 +33,25 @@ def kernel_env(extra: dict | None = None) -> dict:
     imported, so the kernel gets it from the start.
     """
     env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")
+    env["TF_CPP_MIN_LOG_LEVEL"] = "0"
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
     return env
+
+
+def _without_log_lines(text: str) -> str:
+    # Once placement logging is on, TensorFlow keeps printing placer lines to
+    # fd 1 (it cannot be switched off again); they are noise in feedback.
+    from autograder.placement import is_placement_line
+
+    return "".join(line for line in text.splitlines(keepends=True) if not is_placement_line(line))
 
 
 def _text_outputs(cell) -> str:
     parts = []
     for out in cell.get("outputs", []):
         if out.get("output_type") == "stream" and out.get("name") == "stdout":
-            parts.append(out.get("text", ""))
+            parts.append(_without_log_lines(out.get("text", "")))
         elif out.get("output_type") in ("execute_result", "display_data"):
             parts.append(out.get("data", {}).get("text/plain", ""))
     return "".join(parts).strip()
@@ -104,7 +113,10 @@ def execute(nb, *, workdir: Path, cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S
         resources={"metadata": {"path": str(workdir)}},
     )
     note = ""
-    with client.setup_kernel(env=kernel_env(env), cwd=str(workdir)):
+    # The kernel's own fds 1 and 2 would otherwise be the grader's: TensorFlow's
+    # C++ log lines would land in `check --json` output.
+    with client.setup_kernel(env=kernel_env(env), cwd=str(workdir),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
@@ -144,10 +156,10 @@ def run_notebook(path: Path | str, *, source: Path | str | None = None,
     note = execute(nb, workdir=Path(workdir or path.parent), cell_timeout_s=cell_timeout_s, env=env)
     elapsed = time.perf_counter() - start
     tests = score_cells(nb, visible_ids=visible_ids)
-    from autograder.hardware import current_profile
+    from autograder.hardware import quiet_current_profile
 
     try:
-        profile = current_profile().to_dict()
+        profile = quiet_current_profile().to_dict()
     except Exception as exc:  # a bad AUTOGRADER_PROFILE is reported, not fatal here
         profile = {"name": "unknown", "error": str(exc)}
     return Results(tests=tests, notebook=str(path), profile=profile, output=note,

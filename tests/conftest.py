@@ -1,0 +1,44 @@
+"""Shared fixtures: repository paths, notebook runs, GPU marker handling."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "exercises"
+
+
+def assignments() -> list[str]:
+    return sorted(p.name for p in SOLUTIONS.iterdir() if p.is_dir() and p.name[:2].isdigit())
+
+
+def notebook_for(folder: Path, name: str) -> Path:
+    return folder / name / f"{name}.ipynb"
+
+
+def _has_gpu() -> bool:
+    # Ask a child process: importing TensorFlow here would slow every collection.
+    import subprocess
+
+    code = "import tensorflow as tf; print(len(tf.config.list_physical_devices('GPU')))"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        return out.stdout.strip().splitlines()[-1] != "0"
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if not any(item.get_closest_marker("gpu") for item in items):
+        return
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs a GPU: TensorFlow sees none on this machine (run `make gpu-check` on one)")
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(skip)

@@ -1,0 +1,75 @@
+"""Every assignment end to end: the solution scores full marks, the released
+exercise scores zero without crashing, and each planted wrong answer gets
+exactly its expected per-part scores and feedback."""
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import notebook as nbtools
+from autograder.runner import run_notebook
+from tests.conftest import EXERCISES, SOLUTIONS, assignments, notebook_for
+from tests import wrong_answers
+
+pytestmark = pytest.mark.slow
+
+
+def _wrong_cases():
+    cases = []
+    for info in pkgutil.iter_modules(wrong_answers.__path__):
+        module = importlib.import_module(f"tests.wrong_answers.{info.name}")
+        for case in module.CASES:
+            cases.append(pytest.param(module.ASSIGNMENT, case, id=f"{module.ASSIGNMENT}-{case.name}"))
+    return cases
+
+
+def _scores(results) -> dict[str, float]:
+    return {t.name: t.score for t in results.tests}
+
+
+@pytest.mark.parametrize("name", assignments())
+def test_solution_scores_full_marks(name):
+    results = run_notebook(notebook_for(SOLUTIONS, name))
+    failed = {t.name: t.output for t in results.tests if t.score < t.max_score}
+    assert not failed, f"{name}: solution lost points: {json.dumps(failed, indent=1)}"
+    assert 3 <= len(results.tests) <= 6, f"{name}: an exercise has 3 to 6 graded parts, found {len(results.tests)}"
+    assert results.max_score > 0
+
+
+@pytest.mark.parametrize("name", assignments())
+def test_released_exercise_scores_zero_without_crashing(name):
+    path = notebook_for(EXERCISES, name)
+    assert path.exists(), f"exercises/{name} is missing: run `make exercises`"
+    results = run_notebook(path, source=notebook_for(SOLUTIONS, name))
+    assert results.output == "", f"the exercise run stopped early: {results.output}"
+    assert results.score == 0, f"{name}: the unanswered exercise scored {results.score}: {_scores(results)}"
+    solution_parts = [p.grade_id for p in nbtools.graded_parts(nbtools.load(notebook_for(SOLUTIONS, name)))]
+    assert [t.name for t in results.tests] == solution_parts
+
+
+@pytest.mark.parametrize("assignment,case", _wrong_cases())
+def test_wrong_answer_gets_expected_scores(assignment, case, tmp_path):
+    source = notebook_for(SOLUTIONS, assignment)
+    nb = nbtools.load(source)
+    found = set()
+    for cell in nb.cells:
+        gid = nbtools.nbgrader_meta(cell).get("grade_id")
+        if gid in case.replace:
+            cell.source = case.replace[gid]
+            found.add(gid)
+    assert found == set(case.replace), f"no answer cells named {set(case.replace) - found} in {assignment}"
+    path = tmp_path / f"{assignment}.ipynb"
+    nbformat.write(nb, path)
+    for extra in source.parent.iterdir():
+        if extra.name != source.name and extra.is_file():
+            (tmp_path / extra.name).write_bytes(extra.read_bytes())
+    results = run_notebook(path, source=source)
+    assert _scores(results) == case.expect, "\n".join(f"{t.name}: {t.score}: {t.output}" for t in results.tests)
+    by_name = results.by_name()
+    for gid, text in case.messages.items():
+        assert text in by_name[gid].output, f"{gid} feedback lacks {text!r}: {by_name[gid].output}"
