@@ -20,6 +20,11 @@ What TensorFlow 2.21 writes (measured on CPU, Python 3.11; the tests in
   line per node, ``<node name>: (<op type>): <device>``.  It ``printf``s it to
   **stdout** (fd 1) whatever the log level, and also ``LOG(INFO)``s the same
   line on stderr with a ``placer.cc`` prefix when the level is 0.
+* ``tf.debugging.set_log_device_placement`` only counts **before TensorFlow's
+  runtime starts** (the first op, or listing logical devices): switched on
+  later it logs nothing, and once the runtime started with it on, switching
+  it off does not stop the logging (TensorFlow issues #53424, #45465; both
+  measured on 2.21).  :func:`start_logging` is the call for a setup cell.
 * The 2019 log in the course seed (TF 2.0 era) has the eager lines twice: bare,
   and with a ``2019-05-30 16:20:56.082274: I .../execute.cc:394]`` prefix.
 
@@ -264,8 +269,8 @@ ORIGIN_PROBES: tuple[OriginProbe, ...] = (
                 "opt.apply_gradients(zip(grads, layer.trainable_variables))",
                 ("VarHandleOp", "AssignAddVariableOp", "AssignSubVariableOp"),
                 setup=_GRADS + "\nopt = keras.optimizers.Adam(0.1)"),
-    OriginProbe("calling a tf.function f", "f(tf.constant(1.0))", ("__inference_f_*",),
-                setup="@tf.function\ndef f(x):\n    return x + 1.0"),
+    OriginProbe("calling a tf.function (op name: __inference_<function name>_<n>)", "f(tf.constant(1.0))", ("__inference_f_*",),
+                setup="@tf.function(autograph=False)\ndef f(x):\n    return x + 1.0"),
 )
 
 
@@ -453,13 +458,45 @@ def _fds_redirected() -> Iterator[dict[str, str]]:
                 out[name] = handle.read().decode("utf-8", errors="replace")
 
 
-def _import_tensorflow() -> Any:
+def _runtime_started(tf: Any) -> bool:
+    """Whether TensorFlow's eager runtime exists yet (private API; False if it moved)."""
+    from tensorflow.python.eager import context
+
+    return getattr(context.context(), "_context_handle", None) is not None
+
+
+def start_logging() -> None:
+    """Turn placement logging on for the rest of this process; call it first.
+
+    Sets ``TF_CPP_MIN_LOG_LEVEL=0`` if TensorFlow is not imported yet (and the
+    variable is unset), imports TensorFlow and calls
+    ``tf.debugging.set_log_device_placement(True)`` without starting the
+    runtime, so devices can still be configured afterwards.  Raises
+    :class:`PlacementLoggingOff` when it is already too late: the runtime
+    started with logging off.  Logging then stays on until the process ends.
+    """
     if "tensorflow" not in sys.modules:
-        # Eager placement lines are only logged if the level is 0 at import time.
         os.environ.setdefault(LOG_LEVEL_ENV, "0")
     import tensorflow as tf
 
-    return tf
+    if tf.debugging.get_log_device_placement():
+        return
+    if _runtime_started(tf):
+        raise PlacementLoggingOff(_logging_off_message(runtime_started=True))
+    tf.debugging.set_log_device_placement(True)
+
+
+def _logging_off_message(*, runtime_started: bool) -> str:
+    level = os.environ.get(LOG_LEVEL_ENV)
+    if runtime_started:
+        why = "TensorFlow's runtime started before placement logging was turned on"
+    else:
+        why = f"TensorFlow was imported with {LOG_LEVEL_ENV}={level!r}" if level else "eager ops log nothing"
+    return (
+        f"placement logging is off ({why}): restart the kernel and run "
+        f"os.environ['{LOG_LEVEL_ENV}'] = '0' before importing TensorFlow, then "
+        "autograder.placement.start_logging() before any TensorFlow op"
+    )
 
 
 def _check_eager_logging(tf: Any) -> None:
@@ -472,11 +509,7 @@ def _check_eager_logging(tf: Any) -> None:
             tf.raw_ops.NoOp()
         _eager_logging_works = "Executing op" in probe["stderr"]
     if not _eager_logging_works:
-        level = os.environ.get(LOG_LEVEL_ENV, "unset")
-        raise PlacementLoggingOff(
-            f"TensorFlow is not logging eager ops ({LOG_LEVEL_ENV} is {level!r} now): set "
-            f"os.environ['{LOG_LEVEL_ENV}'] = '0' before importing TensorFlow, then restart the kernel"
-        )
+        raise PlacementLoggingOff(_logging_off_message(runtime_started=False))
 
 
 def _echo_other_lines(text: str, stream: Any) -> None:
@@ -487,30 +520,30 @@ def _echo_other_lines(text: str, stream: Any) -> None:
 
 
 def capture(fn: Callable[..., Any], *args: Any, echo: bool = True, **kwargs: Any) -> Capture:
-    """Run ``fn(*args, **kwargs)`` with placement logging on and return what it logged.
+    """Run ``fn(*args, **kwargs)`` and return the placement lines it logged.
 
-    Logging is switched on for the call and restored after.  fds 1 and 2 are
-    redirected to temporary files while ``fn`` runs; afterwards every line that
-    is not a placement line is written to the original stdout/stderr (unless
-    ``echo`` is false), so nothing ``fn`` printed is lost.  If ``fn`` raises,
-    its output is echoed and the exception propagates.
+    Calls :func:`start_logging` first, so logging is on from then on (TF 2.21
+    cannot switch it off again, see the module docstring).  fds 1 and 2 are
+    redirected to temporary files while ``fn`` runs; afterwards every line
+    that is not a placement line is written to the original stdout/stderr
+    (unless ``echo`` is false), so nothing ``fn`` printed is lost.  If ``fn``
+    raises, its output is echoed and the exception propagates.
 
-    Only work done inside ``fn`` is logged, and a ``tf.function`` traced
-    before the capture logs just its ``__inference_...`` call, not its nodes.
-    Raises :class:`PlacementLoggingOff` (before calling ``fn``) when TensorFlow
-    was imported with a log level that hides eager placement lines.
+    Only work done inside ``fn`` is in the capture, and a ``tf.function``
+    traced before the capture logs just its ``__inference_...`` call, not its
+    nodes.  Raises :class:`PlacementLoggingOff`, before calling ``fn``, when
+    TensorFlow cannot log eager placement in this process.
     """
-    tf = _import_tensorflow()
+    start_logging()
+    import tensorflow as tf
+
     with _capture_lock:
-        previous = tf.debugging.get_log_device_placement()
-        tf.debugging.set_log_device_placement(True)
+        _check_eager_logging(tf)
         streams: dict[str, str] = {}
         try:
-            _check_eager_logging(tf)
             with _fds_redirected() as streams:
                 result = fn(*args, **kwargs)
         finally:
-            tf.debugging.set_log_device_placement(previous)
             if echo:
                 _echo_other_lines(streams.get("stdout", ""), sys.stdout)
                 _echo_other_lines(streams.get("stderr", ""), sys.stderr)
@@ -534,7 +567,9 @@ def python_command(argv: list[str], python: str | None = None) -> list[str]:
     """``argv`` rewritten to run through ``autograder.placement_boot``.
 
     Accepts ``script.py [args]`` or ``python [options] (script.py | -c CODE |
-    -m MODULE) [args]``; raises ValueError for anything else.
+    -m MODULE) [args]``; raises ValueError for anything else.  A bare
+    ``python``/``python3`` means this interpreter (``sys.executable``, which
+    has TensorFlow), not whatever ``python`` is first on PATH; a path is kept.
     """
     if not argv:
         raise ValueError("no command given")
@@ -555,7 +590,8 @@ def python_command(argv: list[str], python: str | None = None) -> list[str]:
             options.append(rest.pop(0))
     if not rest:
         raise ValueError("the python command runs nothing: add a script, -c CODE or -m MODULE")
-    return [first, *options, "-m", "autograder.placement_boot", *rest]
+    interpreter = first if os.sep in first or (os.altsep and os.altsep in first) else python or sys.executable
+    return [interpreter, *options, "-m", "autograder.placement_boot", *rest]
 
 
 def capture_command(
@@ -645,6 +681,8 @@ def assert_ops_on_device(
 def assert_tensor_on_device(value: Any, device: str) -> None:
     """Fail unless a tensor or variable lives on ``device`` (by its ``.device``)."""
     actual = getattr(value, "device", None)
+    if not actual and hasattr(value, "value"):  # a Keras 3 Variable wraps a tf.Variable
+        actual = getattr(value.value, "device", None)
     if not actual:
         raise AssertionError(f"{_tensor_label(value)} has no device: pass an eager tensor or a tf.Variable")
     if not same_device(actual, device):
