@@ -1,0 +1,83 @@
+"""The command line as a user sees it: output lines and exit codes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, SOLUTIONS
+
+
+def run_cli(*args, env=None, timeout=600):
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=full_env, timeout=timeout)
+
+
+def test_help_lists_commands():
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    for command in ("doctor", "check", "placement"):
+        assert command in proc.stdout
+
+
+def test_doctor_reports_machine_and_profile():
+    proc = run_cli("doctor")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("TensorFlow 2.21.0")
+    assert any(line.startswith("Hardware profile: cpu (detected)") for line in lines) or \
+        any(line.startswith("Hardware profile: gpu-cc") for line in lines)
+    assert "Checks on this machine:" in lines
+    assert proc.stderr.strip() == "", "doctor must not leak TensorFlow's log lines"
+
+
+def test_doctor_with_injected_gpu_profile():
+    proc = run_cli("--profile", "gpu-cc9", "doctor", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["profile"] == "gpu-cc9" and report["profile_injected"] is True
+    assert report["exercise_device"] == "/GPU:0"
+    assert all(item["runs"] for item in report["checks"])
+
+
+def test_unknown_profile_is_a_one_line_usage_error():
+    proc = run_cli("--profile", "tpu", "doctor")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "unknown profile 'tpu'" in proc.stderr
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda tmp: tmp / "missing.ipynb", "no such file"),
+    (lambda tmp: (tmp / "bad.ipynb").write_text("{oops") and tmp / "bad.ipynb", "not a Jupyter notebook"),
+    (lambda tmp: tmp, "is a folder"),
+])
+def test_check_bad_input_exits_2_with_one_line(tmp_path, make, needle):
+    proc = run_cli("check", str(make(tmp_path)))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.strip().startswith("error: ") and needle in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0, "one line, no traceback"
+
+
+@pytest.mark.slow
+def test_check_prints_one_line_per_part_and_json():
+    notebook = SOLUTIONS / "01_op_logs" / "01_op_logs.ipynb"
+    proc = run_cli("check", str(notebook))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].endswith("(profile cpu)") or "(profile gpu-cc" in lines[0]
+    parts = [line for line in lines if line.startswith("  PASS") or line.startswith("  FAIL")]
+    assert len(parts) == 4 and all(line.startswith("  PASS") for line in parts), proc.stdout
+    assert lines[-1] == "Score: 10/10"
+
+    proc = run_cli("check", "--json", str(notebook))
+    assert proc.returncode == 0
+    data = json.loads(proc.stdout)
+    assert data["score"] == data["max_score"] == 10
+    assert {t["name"] for t in data["tests"]} == {
+        "test-training-step-placement", "test-produced-by", "test-score-names", "test-run-strictly"}
+    assert all(set(t) >= {"name", "score", "max_score", "output"} for t in data["tests"])
