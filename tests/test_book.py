@@ -1,0 +1,58 @@
+"""The book builds with every chapter executed, warnings as errors."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for entry in toc.get("chapters", []):
+        files.append(entry["file"])
+    for part in toc.get("parts", []):
+        files.extend(entry["file"] for entry in part.get("chapters", []))
+    return files
+
+
+@pytest.fixture(scope="module")
+def built_book():
+    jb = Path(sys.executable).parent / "jupyter-book"
+    proc = subprocess.run([str(jb), "build", ".", "--builder", "html", "-W", "-n", "--keep-going"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, f"book build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}"
+    return ROOT / "_build" / "html"
+
+
+def test_every_toc_page_is_built(built_book):
+    for name in toc_files():
+        page = built_book / f"{name}.html"
+        assert page.exists(), f"{name} was not built"
+
+
+def test_no_page_shows_an_error_output(built_book):
+    for name in toc_files():
+        html = (built_book / f"{name}.html").read_text(encoding="utf-8")
+        assert "Traceback (most recent call last)" not in html, f"{name} shows a traceback"
+        assert not re.search(r'class="[^"]*output (error|traceback)', html), f"{name} shows an error output"
+
+
+def test_chapter_files_follow_the_skeleton():
+    chapters = [name for name in toc_files() if re.match(r"book/\d\d_", name)]
+    assert chapters, "no chapters in _toc.yml"
+    for name in chapters:
+        path = ROOT / f"{name}.md"
+        text = path.read_text(encoding="utf-8")
+        headings = re.findall(r"^## (.+)$", text, flags=re.M)
+        assert len(re.findall(r"^# ", text, flags=re.M)) == 1, f"{name}: one H1"
+        for required in ("Overview", "Setup", "Pitfalls", "Exercise", "Next steps"):
+            assert required in headings, f"{name}: missing '## {required}'"
