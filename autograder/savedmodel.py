@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -342,8 +343,27 @@ def _feed_mismatch(name: str, specs: dict, feed: dict) -> str | None:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines() or [""])[0][:500]
+    return error_summary(exc)
+
+
+def error_summary(exc: BaseException) -> str:
+    """One line from a TensorFlow error.  A graph execution error's first line
+    is just "Graph execution error:"; the node and the cause are further down."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    if lines[0].startswith("Graph execution error"):
+        node = next((m.group(1) for m in map(_NODE.search, lines) if m), None)
+        cause = next((line for line in lines[1:] if _CAUSE.match(line)), None)
+        if cause is None:
+            cause = next((line for line in lines[1:] if not line.startswith(("Detected at", "<stack", "File", "["))),
+                         lines[0])
+        return (f"at node {node}: " if node else "") + cause[:500]
+    return lines[0][:500]
+
+
+_NODE = re.compile(r"Detected at node '?([\w/.-]+)'?")
+_CAUSE = re.compile(r"^[A-Z]\w*(Error|Exception): ")
 
 
 if __name__ == "__main__":

@@ -191,7 +191,9 @@ class ServedModel:
         try:
             out = fn(**{k: tf.constant(v) for k, v in feed.items()})
         except (tf.errors.InvalidArgumentError, ValueError, TypeError) as exc:
-            raise RequestError(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__) from None
+            from autograder.savedmodel import error_summary
+
+            raise RequestError(error_summary(exc)) from None
         return format_response(fmt, {k: v.numpy() for k, v in out.items()})
 
     def status(self) -> dict:

@@ -1,0 +1,136 @@
+"""autograder.savedmodel: describing and calling a SavedModel in a fresh process."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autograder import savedmodel as sm
+
+tf = pytest.importorskip("tensorflow")
+
+W = np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0
+
+
+class Classifier(tf.Module):
+    def __init__(self, batch=None):
+        self.w = tf.Variable(W)
+        spec = tf.TensorSpec([batch, 4], tf.float32, name="features")
+        self.classify = tf.function(self._classify, input_signature=[spec])
+
+    def _classify(self, features):
+        logits = tf.matmul(features, self.w)
+        return {"probabilities": tf.nn.softmax(logits), "label": tf.argmax(logits, -1)}
+
+
+def reference(batch):
+    logits = batch["features"] @ W
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return {"probabilities": e / e.sum(-1, keepdims=True), "label": logits.argmax(-1)}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sm") / "classifier"
+    module = Classifier()
+    tf.saved_model.save(module, str(path), signatures={"classify": module.classify})
+    return path
+
+
+@pytest.fixture(scope="module")
+def fixed_batch(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sm") / "fixed"
+    module = Classifier(batch=8)
+    tf.saved_model.save(module, str(path), signatures={"classify": module.classify})
+    return path
+
+
+def batches(*sizes):
+    rng = np.random.default_rng(0)
+    return [{"features": rng.normal(size=(n, 4)).astype(np.float32)} for n in sizes]
+
+
+def test_describe_reports_specs_from_a_fresh_process(exported):
+    found = sm.describe(exported)
+    assert set(found) == {"classify"}
+    sig = found["classify"]
+    assert sig.inputs == {"features": sm.TensorInfo("features", "float32", (None, 4))}
+    assert sig.outputs["probabilities"] == sm.TensorInfo("probabilities", "float32", (None, 3))
+    assert sig.outputs["label"] == sm.TensorInfo("label", "int64", (None,))
+    assert "features: float32 [None, 4]" in sig.describe()
+
+
+def test_call_and_compare_several_batch_sizes_in_one_process(exported):
+    run = sm.assert_matches_reference(exported, "classify", reference, batches(1, 5, 64))
+    assert [o["probabilities"].shape for o in run.outputs] == [(1, 3), (5, 3), (64, 3)]
+    assert run.outputs[1]["label"].dtype == np.int64
+
+
+def test_wrong_reference_names_batch_and_key(exported):
+    def off_by_one(batch):
+        out = reference(batch)
+        return {**out, "label": out["label"] + 1}
+
+    with pytest.raises(AssertionError, match=r"batch of 3, output 'label'.*differs"):
+        sm.assert_matches_reference(exported, "classify", off_by_one, batches(3))
+
+
+def test_missing_output_key_is_named(exported):
+    with pytest.raises(AssertionError, match=r"returned keys \['label', 'probabilities'\], expected \['scores'\]"):
+        sm.assert_matches_reference(exported, "classify", lambda b: {"scores": np.zeros(len(b["features"]))},
+                                    batches(2))
+
+
+def test_spec_check_passes_and_fails_with_reasons(exported, fixed_batch):
+    found = sm.describe(exported)
+    sm.check_spec(found, "classify", inputs={"features": ("float32", [None, 4])},
+                  outputs={"probabilities": ("float32", [None, 3]), "label": ("int64", [None])})
+    with pytest.raises(AssertionError, match="no signature 'serving_default'; it has \\['classify'\\]"):
+        sm.check_spec(found, "serving_default", inputs={"features": ("float32", [None, 4])})
+    with pytest.raises(AssertionError, match="is float32, expected float16"):
+        sm.check_spec(found, "classify", inputs={"features": ("float16", [None, 4])})
+    with pytest.raises(AssertionError, match=r"has outputs \['label', 'probabilities'\], expected \['probabilities'\]"):
+        sm.check_spec(found, "classify", inputs={"features": ("float32", None)},
+                      outputs={"probabilities": ("float32", None)})
+    with pytest.raises(AssertionError, match=r"shape \[8, 4\], expected \[None, 4\]; the batch dimension must be None"):
+        sm.assert_signature_spec(fixed_batch, "classify", inputs={"features": ("float32", [None, 4])})
+
+
+def test_feeds_that_do_not_fit_are_explained(exported, fixed_batch):
+    with pytest.raises(AssertionError, match="takes inputs \\['features'\\], but the check feeds \\['x'\\]"):
+        sm.call_signature(exported, "classify", {"x": np.zeros((2, 4), np.float32)})
+    with pytest.raises(AssertionError, match="expects float32, the check feeds float64"):
+        sm.call_signature(exported, "classify", {"features": np.zeros((2, 4))})
+    with pytest.raises(AssertionError, match="use None for the batch dimension"):
+        sm.call_signature(fixed_batch, "classify", batches(3))
+
+
+def test_py_function_works_in_process_but_not_in_a_fresh_one(tmp_path):
+    class Leaky(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+        def f(self, x):
+            y = tf.py_function(lambda a: a * 2.0, [x], tf.float32)
+            return {"y": tf.reshape(y, [-1, 4])}
+
+    module = Leaky()
+    tf.saved_model.save(module, str(tmp_path / "leaky"), signatures={"serving_default": module.f})
+    same_process = tf.saved_model.load(str(tmp_path / "leaky"))
+    assert same_process.signatures["serving_default"](x=tf.ones((1, 4)))["y"].numpy().sum() == 8.0
+    with pytest.raises(AssertionError, match="EagerPyFunc.*Could not find callback"):
+        sm.call_signature(tmp_path / "leaky", "serving_default", {"x": np.ones((1, 4), np.float32)})
+
+
+def test_not_a_savedmodel(tmp_path):
+    with pytest.raises(AssertionError, match="no directory at"):
+        sm.describe(tmp_path / "missing")
+    (tmp_path / "model.keras").write_bytes(b"")
+    with pytest.raises(AssertionError, match="no saved_model.pb.*a .keras file is not a SavedModel"):
+        sm.describe(tmp_path)
+
+
+def test_error_summary_finds_the_cause_in_a_graph_error():
+    text = ("Graph execution error:\n\nDetected at node EagerPyFunc defined at (most recent call last):\n"
+            "<stack traces unavailable>\nValueError: Could not find callback with key=pyfunc_0 in the registry.\n")
+    assert sm.error_summary(RuntimeError(text)) == (
+        "at node EagerPyFunc: ValueError: Could not find callback with key=pyfunc_0 in the registry.")
+    assert sm.error_summary(ValueError("first\nsecond")) == "first"
+    assert sm.error_summary(ValueError("")) == "ValueError"
