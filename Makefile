@@ -29,6 +29,10 @@ test-fast: $(STAMP)
 exercises: $(STAMP)
 	$(BIN)/python -m autograder.release $(ASSIGNMENTS)
 
+# Custom ops (chapter 7): CPU library, GPU library when nvcc exists, CUDA harness; cached.
+ops: $(STAMP)
+	$(BIN)/python book/ops/build.py --harness
+
 bench: $(STAMP)
 	$(BIN)/python -m autograder bench
 
