@@ -40,6 +40,9 @@ _GENUINE_CLOCKS: dict[str, Callable[[], Any]] = {
 }
 
 VERDICTS = ("pass", "fail", "inconclusive", "skipped")
+# Each call needs its own inputs from make_inputs(); past this many, making
+# inputs would cost more than the timing gains.
+_MAX_CALLS_PER_TRIAL = 1000
 
 
 def replaced_clocks() -> list[str]:
@@ -233,21 +236,24 @@ def _resolve_profile(profile: Any) -> str:
     return profile if isinstance(profile, str) else profile.name
 
 
-def _timed_call(fn: Callable, args: tuple, reps: int) -> tuple[float, Any]:
-    """Seconds per call of ``fn(*args)`` (mean of ``reps`` calls, each forced to
-    the host) and the last call's host value.  The garbage collector is paused
-    so a collection triggered by someone else's garbage is not billed here."""
+def _timed_calls(fn: Callable, arg_sets: list[tuple]) -> tuple[float, list[Any]]:
+    """Seconds per call of ``fn`` over ``arg_sets`` (one call per set, each
+    forced to the host) and the host values.  Every call gets its own inputs so
+    a function that remembers its last answer gains nothing.  The garbage
+    collector is paused so a collection of someone else's garbage is not billed
+    here."""
+    outs: list[Any] = []
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
         start = _clock()
-        for _ in range(reps):
-            out = to_host(fn(*args))
+        for args in arg_sets:
+            outs.append(to_host(fn(*args)))
         elapsed = _clock() - start
     finally:
         if gc_was_on:
             gc.enable()
-    return elapsed / reps, out
+    return elapsed / len(arg_sets), outs
 
 
 def _fresh_inputs(make_inputs: Callable[[], Any]) -> tuple:
@@ -275,7 +281,8 @@ def measure_speedup(
     budget_s: float = 20.0,
     confidence: float = 0.99,
     warmup: int = 2,
-    min_sample_s: float = 2e-3,
+    min_sample_s: float = 0.02,
+    max_sample_s: float = 0.25,
     verify_trials: int = 3,
     measure_when_untimed: bool = False,
 ) -> SpeedResult:
@@ -285,8 +292,9 @@ def measure_speedup(
 
     Each function is called as ``fn(*make_inputs())``.  ``warmup`` untimed calls
     of each come first.  A function faster than ``min_sample_s`` per call is
-    called several times per trial on the same inputs (the same number for
-    both), so timer resolution does not dominate.  ``budget_s`` bounds the
+    called several times per trial, each time on fresh inputs (the same ones
+    for both sides), so one sample spans several scheduler time slices; the
+    slower side's sample is kept under ``max_sample_s``.  ``budget_s`` bounds the
     timed trials (not the warm-up).  When the table says the check is not timed
     on this profile the outputs are still compared on ``verify_trials`` fresh
     inputs and the verdict is "skipped" (with ``measure_when_untimed=True`` the
@@ -321,16 +329,16 @@ def measure_speedup(
 
     # Warm-up: tracing, compilation and first-call costs stay out of the timing,
     # and a wrong answer is reported before any time is spent measuring.
-    fastest = math.inf
+    fastest, slowest = math.inf, 0.0
     for i in range(max(warmup, 1)):
-        args = _fresh_inputs(make_inputs)
-        t_b, out_b = _timed_call(baseline, args, 1)
-        t_c, out_c = _timed_call(candidate, args, 1)
+        args = [_fresh_inputs(make_inputs)]
+        t_b, (out_b,) = _timed_calls(baseline, args)
+        t_c, (out_c,) = _timed_calls(candidate, args)
         problem = compare_outputs(out_b, out_c, rtol=rtol, atol=atol)
         if problem:
             return mismatch_result(problem, f"warm-up call {i + 1}", 0)
-        if i > 0 or warmup <= 1:
-            fastest = min(fastest, t_b, t_c)
+        if i > 0 or warmup <= 1:  # the first call traces and compiles
+            fastest, slowest = min(fastest, t_b, t_c), max(slowest, t_b, t_c)
 
     if not timed and not measure_when_untimed:
         for i in range(verify_trials):
@@ -347,7 +355,11 @@ def measure_speedup(
             f"{max(warmup, 1) + verify_trials} fresh inputs",
         )
 
+    # Several calls per sample when one call is too short to time well under
+    # load (a scheduler time slice is a few ms); both sides make the same
+    # calls, and the slower side's sample is kept under max_sample_s.
     reps = 1 if fastest >= min_sample_s else int(math.ceil(min_sample_s / max(fastest, 1e-9)))
+    reps = max(1, min(reps, int(max_sample_s / max(slowest, 1e-9)), _MAX_CALLS_PER_TRIAL))
     n_min = min_trials_for(confidence)
     base_times: list[float] = []
     cand_times: list[float] = []
@@ -360,16 +372,17 @@ def measure_speedup(
     verdict = "inconclusive"
     med = lo = hi = math.nan
     while True:
-        args = _fresh_inputs(make_inputs)
+        arg_sets = [_fresh_inputs(make_inputs) for _ in range(reps)]
         if len(ratios) % 2 == 0:
-            t_b, out_b = _timed_call(baseline, args, reps)
-            t_c, out_c = _timed_call(candidate, args, reps)
+            t_b, outs_b = _timed_calls(baseline, arg_sets)
+            t_c, outs_c = _timed_calls(candidate, arg_sets)
         else:
-            t_c, out_c = _timed_call(candidate, args, reps)
-            t_b, out_b = _timed_call(baseline, args, reps)
-        problem = compare_outputs(out_b, out_c, rtol=rtol, atol=atol)
-        if problem:
-            return mismatch_result(problem, f"timed trial {len(ratios) + 1}", len(ratios))
+            t_c, outs_c = _timed_calls(candidate, arg_sets)
+            t_b, outs_b = _timed_calls(baseline, arg_sets)
+        for out_b, out_c in zip(outs_b, outs_c):
+            problem = compare_outputs(out_b, out_c, rtol=rtol, atol=atol)
+            if problem:
+                return mismatch_result(problem, f"timed trial {len(ratios) + 1}", len(ratios))
         base_times.append(t_b)
         cand_times.append(t_c)
         ratios.append(t_b / max(t_c, 1e-12))

@@ -72,14 +72,14 @@ def test_ratio_at_the_threshold_with_a_tiny_budget_is_inconclusive():
         time.sleep(rng.uniform(0.001, 0.003))
         return x * 2.0
 
-    res = measure_speedup(sleeper(0.004), jittery, inputs, check="graph_vs_eager",
-                          label="candidate", min_ratio=2.0, profile="cpu", budget_s=0.05)
+    res = measure_speedup(sleeper(0.004), jittery, inputs, check="graph_vs_eager", label="candidate",
+                          min_ratio=2.0, profile="cpu", budget_s=0.05, min_sample_s=0.0)
     assert res.verdict == "inconclusive"
     assert res.trials == min_trials_for(0.99)  # the budget stops it as soon as an interval exists
     assert res.ci_low < 2.0 <= res.ci_high
     with pytest.raises(SpeedInconclusive) as info:
         assert_speedup(sleeper(0.004), jittery, inputs, check="graph_vs_eager",
-                       min_ratio=2.0, profile="cpu", budget_s=0.05)
+                       min_ratio=2.0, profile="cpu", budget_s=0.05, min_sample_s=0.0)
     assert isinstance(info.value, AssertionError)
     msg = str(info.value)
     assert msg.startswith("inconclusive: candidate: ")
@@ -87,21 +87,28 @@ def test_ratio_at_the_threshold_with_a_tiny_budget_is_inconclusive():
     assert "re-run on a quieter machine" in msg.lower()
 
 
-def test_compute_based_pair_is_decided_side_by_side():
-    a = np.random.default_rng(1).normal(size=(160, 160))
+def busy(units: int):
+    """Pure-Python work on one core (no BLAS threads): cost grows with units."""
 
-    def work(times):
-        def fn(x):
-            y = a
-            for _ in range(times):
-                y = np.tanh(y @ a * 1e-3)
-            return float(y.sum()) + float(x.sum())
+    def fn(x):
+        for _ in range(units):
+            sum(i * i for i in range(20_000))
+        return x * 2.0
 
-        return fn
+    return fn
 
-    res = measure_speedup(work(8), work(2), inputs, check="graph_vs_eager", min_ratio=1.5,
-                          profile="cpu", rtol=1.0, atol=1e9, budget_s=10)
-    assert res.verdict == "pass", res.message
+
+def test_compute_bound_pairs_never_fail_a_fast_candidate_or_pass_a_slow_one():
+    # On a loaded machine CPU-bound timings are noisy, so "inconclusive" is an
+    # acceptable answer here; the wrong verdict never is.
+    fast = measure_speedup(busy(4), busy(1), inputs, check="graph_vs_eager", min_ratio=1.5,
+                           profile="cpu", budget_s=4)
+    assert fast.verdict in ("pass", "inconclusive"), fast.message
+    assert fast.ratio > 1.5
+    slow = measure_speedup(busy(2), busy(2), inputs, check="graph_vs_eager", min_ratio=1.5,
+                           profile="cpu", budget_s=4)
+    assert slow.verdict in ("fail", "inconclusive"), slow.message
+    assert slow.ratio < 1.5
 
 
 # --- correctness of what is timed ----------------------------------------------
@@ -141,6 +148,22 @@ def test_a_cached_answer_is_caught_by_fresh_inputs():
     assert "different result" in res.message and "output differs" in res.message
 
 
+def test_memoizing_on_repeated_inputs_gains_nothing():
+    memo: dict = {}
+
+    def memoized(x):  # a real cache: right answers, fast on a repeated input
+        key = x.tobytes()
+        if key not in memo:
+            time.sleep(0.003)
+            memo[key] = x * 2.0
+        return memo[key]
+
+    res = measure_speedup(sleeper(0.003), memoized, inputs, check="graph_vs_eager",
+                          min_ratio=2.0, profile="cpu", min_sample_s=0.01)
+    assert res.calls_per_trial > 1  # several calls per sample, each on new inputs
+    assert res.verdict == "fail", res.message
+
+
 def test_trials_alternate_which_side_goes_first():
     log: list[str] = []
 
@@ -163,9 +186,9 @@ def test_trials_alternate_which_side_goes_first():
 
 def test_fast_functions_are_called_several_times_per_trial():
     res = measure_speedup(lambda x: x + 1, lambda x: x + 1, inputs, check="graph_vs_eager",
-                          min_ratio=0.5, profile="cpu", budget_s=2)
-    assert res.calls_per_trial > 1
-    assert res.verdict == "pass"
+                          min_ratio=0.5, profile="cpu", budget_s=1, min_sample_s=0.001)
+    assert 1 < res.calls_per_trial <= 1000
+    assert res.trials >= 8
 
 
 def test_make_inputs_must_return_a_tuple():
