@@ -25,6 +25,13 @@ What TensorFlow 2.21 writes (measured on CPU, Python 3.11; the tests in
   later it logs nothing, and once the runtime started with it on, switching
   it off does not stop the logging (TensorFlow issues #53424, #45465; both
   measured on 2.21).  :func:`start_logging` is the call for a setup cell.
+* In an IPython/Jupyter kernel TensorFlow installs a log listener
+  (``tensorflow/python/ops/logging_ops.py`` calls
+  ``TFE_Py_EnableInteractivePythonLogging`` when ``get_ipython`` exists) and
+  the eager lines come out **bare on stdout** instead, whatever
+  ``TF_CPP_MIN_LOG_LEVEL`` says.  With ipykernel 7.4 the kernel also forwards
+  fd 1 and fd 2 to the notebook, so once logging is on every later cell that
+  runs TensorFlow prints its placement lines (measured through nbclient).
 * The 2019 log in the course seed (TF 2.0 era) has the eager lines twice: bare,
   and with a ``2019-05-30 16:20:56.082274: I .../execute.cc:394]`` prefix.
 
@@ -32,10 +39,11 @@ What TensorFlow 2.21 writes (measured on CPU, Python 3.11; the tests in
 both with and without a logging prefix it keeps the prefixed copy only, so a
 log that went through both stdout and stderr counts every op once.
 
-Python-level redirection (``contextlib.redirect_stdout``) sees none of this
-because C++ writes straight to the file descriptors; :func:`capture` redirects
-fds 1 and 2 instead, which also works in a Jupyter kernel, where
-``sys.stdout`` is not fd 1 and fd-level output never reaches the notebook.
+Python-level redirection (``contextlib.redirect_stdout``) misses the C++
+output, which goes straight to the file descriptors; :func:`capture` redirects
+fds 1 and 2 (and swaps ``sys.stdout``/``sys.stderr`` onto them, since in a
+Jupyter kernel ``sys.stdout`` is not fd 1), so it works in scripts, under
+pytest and in kernels alike.
 
 Cross-device copies (measured with two logical CPU devices): **no log line
 marks a copy**.  Eagerly, ``with tf.device('/CPU:1'): y = x * 2.0`` with ``x``
@@ -507,7 +515,8 @@ def _check_eager_logging(tf: Any) -> None:
             # NoOp: an op no user code runs eagerly, so the probe leaves no
             # placed one-op function behind that would hide a later graph line.
             tf.raw_ops.NoOp()
-        _eager_logging_works = "Executing op" in probe["stderr"]
+        # stderr from TF's logger; stdout from the listener TF installs in IPython
+        _eager_logging_works = "Executing op" in probe["stdout"] + probe["stderr"]
     if not _eager_logging_works:
         raise PlacementLoggingOff(_logging_off_message(runtime_started=False))
 

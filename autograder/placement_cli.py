@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.parse:
         capture, source = _read_log(Path(args.parse)), args.parse
     elif command:
-        capture, source = _run_command(command, timeout=args.timeout), " ".join(command)
+        capture, source = _run_command(command, timeout=args.timeout), shlex.join(command)
     else:
         raise UsageError(
             "nothing to do: give a script (placement SCRIPT.py), a command (placement -- python -c CODE) "

@@ -487,3 +487,27 @@ def test_capture_command_runs_a_script_with_logging_on(tmp_path):
     assert result["rc"] == 3
     assert result["by_op"]["VarHandleOp"] == ["CPU:1"]
     assert "args ['--flag', 'x'] __main__" in result["out"]
+
+
+def test_capture_in_a_real_jupyter_kernel():
+    """In IPython TF logs eager ops bare on stdout and ipykernel forwards fds to the cell."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import os\nos.environ['TF_CPP_MIN_LOG_LEVEL'] = '0'\n"
+            "from autograder import placement as pl\npl.start_logging()\nimport tensorflow as tf"
+        ),
+        nbformat.v4.new_code_cell(
+            "def work():\n    print('printed by work')\n    return tf.Variable([1.0, 2.0]).numpy()\n"
+            "cap = pl.capture(work)\nprint(sorted(cap.ops(kind='eager')), 'printed by work' in cap.text)"
+        ),
+    ]
+    env_path = {"metadata": {"path": str(ROOT)}}
+    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3", resources=env_path).execute()
+    shown = "".join(o.get("text", "") for o in nb.cells[1].outputs if o.get("output_type") == "stream")
+    assert shown.splitlines() == [
+        "printed by work",
+        "['AssignVariableOp', 'Identity', 'ReadVariableOp', 'VarHandleOp', '_EagerConst'] True",
+    ]
