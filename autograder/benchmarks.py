@@ -281,6 +281,53 @@ def _setup_mixed_precision_step() -> Pair:
     return make_step(model32), make_step(model_mixed), inputs
 
 
+# --- the seed's CPU-vs-GPU matmul benchmark, done right -----------------------
+
+
+def _matmul_chain(w, x):
+    """Ten dependent matmuls.  ``tanh`` keeps the values bounded: the seed's
+    ``x = tf.matmul(x, x)`` overflows to inf within a few steps and then
+    times arithmetic on inf and NaN."""
+    import tensorflow as tf
+
+    for _ in range(10):
+        x = tf.tanh(tf.matmul(w, x))
+    return x
+
+
+def _setup_device_matmul() -> Pair:
+    """The same chain on /CPU:0 and on the exercise device (/GPU:0, or /CPU:1
+    of two logical CPUs, which shares /CPU:0's cores and memory).  The weight
+    matrix is put on each device once, here; the small (n x 64) input is
+    copied to the device inside each timed call, as a batch would be."""
+    import tensorflow as tf
+
+    from autograder.hardware import current_profile
+
+    device = current_profile().device()
+    n = 1024 if current_profile().has_gpu else 512
+    weights = tf.random.normal([n, n], stddev=n**-0.5)
+
+    def on(where):
+        with tf.device(where):
+            w = tf.identity(weights)
+
+        @tf.function
+        def run(x):
+            return _matmul_chain(w, x)
+
+        def call(x):
+            with tf.device(where):
+                return run(x)
+
+        return call
+
+    def inputs() -> tuple:
+        return (tf.random.normal([n, 64]),)
+
+    return on("/CPU:0"), on(device), inputs
+
+
 BENCHMARKS: dict[str, Benchmark] = {
     b.name: b
     for b in (
@@ -328,6 +375,18 @@ BENCHMARKS: dict[str, Benchmark] = {
             label="batch then map",
             baseline_label="map then batch",
             slow_setup=_slow_tfdata_batch_before_map,
+        ),
+        Benchmark(
+            name="device_matmul",
+            chapter="02_gpu_placement",
+            description="ten dependent (n x n) @ (n x 64) matmuls with tanh (n=512 on CPU, 1024 on GPU): "
+            "/CPU:0 vs the exercise device (/GPU:0, or /CPU:1 without a GPU)",
+            check="device_matmul",
+            setup=_setup_device_matmul,
+            label="exercise device",
+            baseline_label="/CPU:0",
+            rtol=1e-3,
+            atol=1e-4,
         ),
         Benchmark(
             name="mixed_precision_step",

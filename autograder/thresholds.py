@@ -78,6 +78,22 @@ THRESHOLDS: dict[str, dict[str, float | None]] = {
         "gpu-cc9": 2.5,
         "gpu-cc10": 2.5,
     },
+    # Ten (n x n) @ (n x 64) matmuls with tanh on /CPU:0 vs the exercise device
+    # (benchmarks.device_matmul; chapter 02_gpu_placement).
+    "device_matmul": {
+        # Not graded on CPU: the exercise device is /CPU:1, a logical device on
+        # the same cores and memory as /CPU:0, so the ratio is ~1 by
+        # construction (the chapter measures and shows it).
+        "cpu": None,
+        # Not measured here (no GPU on the build machine). At n=1024 a call is
+        # 1.3 GFLOP in 20 kernels: a Volta-or-later GPU needs well under a
+        # millisecond, a many-core server CPU a few; the (n x 64) input copied
+        # per call is 256 KiB. Conservative 5.0 until measured on a GPU.
+        "gpu-cc7": 5.0,
+        "gpu-cc8": 5.0,
+        "gpu-cc9": 5.0,
+        "gpu-cc10": 5.0,
+    },
     # Forward + backward of a 3-layer MLP: float32 vs mixed policy
     # (mixed_float16 on GPU, mixed_bfloat16 on CPU).
     "mixed_precision_step": {
