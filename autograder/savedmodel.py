@@ -9,7 +9,11 @@ and reports what that process found:
 
 * ``describe(export_dir)`` -- every signature's input and output specs;
 * ``call_signature(export_dir, name, batches)`` -- call one signature on one or
-  more input dicts (all in one process, so TensorFlow is imported once);
+  more input dicts (all in one process, so TensorFlow is imported once), through
+  ``tf.saved_model.load`` (``"function"``) and/or the TF1 session loader
+  (``"session"``) that ``saved_model_cli run`` uses, which reads the SavedModel
+  the way TensorFlow Serving's C++ loader does: a graph, a session and the
+  checkpoint's restore op, with no Python objects at all;
 * ``assert_signature_spec`` and ``assert_matches_reference`` -- the checks the
   exercises use; they raise ``AssertionError`` with one line a learner can act on.
 """
@@ -28,6 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 DEFAULT_TIMEOUT_S = 180.0
+LOADERS = ("function", "session")
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class SignatureRun:
     signature: SignatureInfo
     signatures: dict[str, SignatureInfo]
     outputs: list[dict[str, np.ndarray]] = field(default_factory=list)
+    outputs_by_loader: dict[str, list[dict[str, np.ndarray]]] = field(default_factory=dict)
 
 
 class SavedModelError(AssertionError):
@@ -84,7 +90,8 @@ def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float
             if not isinstance(batch, Mapping):
                 raise TypeError(f"each batch must be a dict from input name to array, got {type(batch).__name__}")
             np.savez(work / f"inputs_{i}.npz", **{k: np.asarray(v) for k, v in batch.items()})
-        (work / "request.json").write_text(json.dumps({**request, "n_batches": len(batches)}))
+        request = {"loaders": ["function"], **request, "n_batches": len(batches)}
+        (work / "request.json").write_text(json.dumps(request))
         env = dict(os.environ)
         env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # the worker's own start-up noise is not the learner's
         package_root = str(Path(__file__).resolve().parent.parent)
@@ -106,11 +113,12 @@ def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float
         result = json.loads(result_path.read_text())
         if result.get("error"):
             raise SavedModelError(result["error"])
-        outputs = []
-        for i in range(len(batches)):
-            with np.load(work / f"outputs_{i}.npz", allow_pickle=False) as data:
-                outputs.append({k: data[k] for k in data.files})
-        result["outputs"] = outputs
+        result["outputs"] = {}
+        for loader in request["loaders"] if request["signature"] else []:
+            result["outputs"][loader] = []
+            for i in range(len(batches)):
+                with np.load(work / f"outputs_{loader}_{i}.npz", allow_pickle=False) as data:
+                    result["outputs"][loader].append({k: data[k] for k in data.files})
         return result
 
 
@@ -146,16 +154,25 @@ def call_signature(
     signature: str,
     batches: Mapping[str, Any] | Sequence[Mapping[str, Any]],
     *,
+    loaders: Sequence[str] = ("function",),
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> SignatureRun:
     """Load the SavedModel in a fresh process and call ``signature`` once per
-    input dict in ``batches`` (a single dict is one call).  Arrays are passed
-    with the dtype they have; the signature decides whether it accepts them."""
+    input dict in ``batches`` (a single dict is one call), with each of
+    ``loaders`` (``"function"``: ``tf.saved_model.load``; ``"session"``: the
+    TF1 session loader, as ``saved_model_cli run`` and TF Serving load).
+    Arrays are passed with the dtype they have; the signature decides whether
+    it accepts them.  ``.outputs`` are the first loader's."""
     if isinstance(batches, Mapping):
         batches = [batches]
-    result = _spawn({"export_dir": _check_dir(export_dir), "signature": signature}, list(batches), timeout_s)
+    unknown = set(loaders) - set(LOADERS)
+    if unknown or not loaders:
+        raise ValueError(f"loaders must be a non-empty subset of {LOADERS}, got {list(loaders)}")
+    request = {"export_dir": _check_dir(export_dir), "signature": signature, "loaders": list(loaders)}
+    result = _spawn(request, list(batches), timeout_s)
     signatures = {name: _signature_from_json(name, spec) for name, spec in result["signatures"].items()}
-    return SignatureRun(signatures[signature], signatures, result["outputs"])
+    by_loader = result["outputs"]
+    return SignatureRun(signatures[signature], signatures, by_loader[loaders[0]], by_loader)
 
 
 # --- checks ----------------------------------------------------------------------
@@ -233,15 +250,18 @@ def assert_matches_reference(
     *,
     rtol: float = 1e-5,
     atol: float = 1e-5,
+    loaders: Sequence[str] = ("function",),
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> SignatureRun:
-    """Call ``signature`` in a fresh process on every batch and compare each
-    output key with ``reference(batch)`` (a dict of arrays, computed here).
-    Raises ``AssertionError`` naming the batch size, the key and the error."""
+    """Call ``signature`` in a fresh process on every batch (with each of
+    ``loaders``) and compare each output key with ``reference(batch)`` (a dict
+    of arrays, computed here).  Raises ``AssertionError`` naming the batch
+    size, the key and the error."""
     from autograder.timing import compare_outputs
 
-    run = call_signature(export_dir, signature, batches, timeout_s=timeout_s)
-    for batch, got in zip(batches, run.outputs):
+    run = call_signature(export_dir, signature, batches, loaders=loaders, timeout_s=timeout_s)
+    pairs = [(batch, got) for outputs in run.outputs_by_loader.values() for batch, got in zip(batches, outputs)]
+    for batch, got in pairs:
         size = len(next(iter(batch.values()))) if batch else 0
         expected = {k: np.asarray(v) for k, v in reference(dict(batch)).items()}
         missing = sorted(set(expected) - set(got))
@@ -301,24 +321,62 @@ def _worker(work: Path) -> None:
         )
         return finish()
     fn = loaded.signatures[name]
+    feeds = []
     for i in range(request["n_batches"]):
         with np.load(work / f"inputs_{i}.npz", allow_pickle=False) as data:
-            feed = {k: tf.constant(data[k]) for k in data.files}
-        mismatch = _feed_mismatch(name, fn.structured_input_signature[1], feed)
+            feeds.append({k: data[k] for k in data.files})
+        mismatch = _feed_mismatch(name, fn.structured_input_signature[1], feeds[-1])
         if mismatch:
             result["error"] = mismatch
             return finish()
-        try:
-            out = fn(**feed)
-        except Exception as exc:  # wrong keys, dtypes or shapes: report, don't crash
-            shapes = ", ".join(f"{k}: {v.dtype.name} {list(v.shape)}" for k, v in feed.items())
-            result["error"] = (
-                f"calling signature {name!r} of the reloaded SavedModel with {{{shapes}}} failed: "
-                f"{type(exc).__name__}: {_first_line(exc)}"
-            )
-            return finish()
-        np.savez(work / f"outputs_{i}.npz", **{k: v.numpy() for k, v in out.items()})
+    for loader in request["loaders"]:
+        call = _function_caller(fn) if loader == "function" else _session_caller(request["export_dir"], name)
+        for i, feed in enumerate(feeds):
+            try:
+                out = call(feed)
+            except Exception as exc:  # a failing call is reported, never a crash
+                shapes = ", ".join(f"{k}: {v.dtype.name} {list(v.shape)}" for k, v in feed.items())
+                how = ("tf.saved_model.load" if loader == "function"
+                       else "the session loader (saved_model_cli run's path, like TF Serving's C++ loader)")
+                result["error"] = (
+                    f"calling signature {name!r} of the SavedModel reloaded with {how}, on {{{shapes}}}, "
+                    f"failed: {type(exc).__name__}: {_first_line(exc)}"
+                )
+                if loader == "session" and "Could not find variable" in str(exc):
+                    result["error"] += (
+                        " Hint: tf.saved_model.save of an object holding a Keras 3 model saves the variables "
+                        "through Keras wrappers this loader cannot find; export with model.export(...) or "
+                        "keras.export.ExportArchive, or also track the tf.Variables themselves "
+                        "(e.g. module.weights = [v.value for v in model.variables])."
+                    )
+                return finish()
+            np.savez(work / f"outputs_{loader}_{i}.npz", **out)
     finish()
+
+
+def _function_caller(fn: Any) -> Callable[[dict], dict]:
+    import tensorflow as tf
+
+    return lambda feed: {k: v.numpy() for k, v in fn(**{k: tf.constant(a) for k, a in feed.items()}).items()}
+
+
+def _session_caller(export_dir: str, name: str) -> Callable[[dict], dict]:
+    """Call a signature the TF1 way: import the MetaGraph into a fresh graph,
+    run the restore op in a session, feed and fetch the signature's tensor
+    names.  Nothing of the exporter's Python survives this path."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    session = tf.compat.v1.Session(graph=graph)
+    with graph.as_default():
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], export_dir)
+    sig = meta.signature_def[name]
+
+    def call(feed: dict) -> dict:
+        fetches = {k: v.name for k, v in sig.outputs.items()}
+        return session.run(fetches, {sig.inputs[k].name: a for k, a in feed.items()})
+
+    return call
 
 
 def _feed_mismatch(name: str, specs: dict, feed: dict) -> str | None:
@@ -330,9 +388,9 @@ def _feed_mismatch(name: str, specs: dict, feed: dict) -> str | None:
                 "name the TensorSpec in input_signature after the input (TensorSpec(..., name=...))")
     for key, spec in specs.items():
         value = feed[key]
-        if value.dtype != spec.dtype:
+        if value.dtype != spec.dtype.as_numpy_dtype:
             return (f"input {key!r} of signature {name!r} expects {spec.dtype.name}, "
-                    f"the check feeds {value.dtype.name}")
+                    f"the check feeds {value.dtype}")
         if not spec.shape.is_compatible_with(value.shape):
             batch_only = (spec.shape.rank == len(value.shape) and spec.shape.rank > 0
                           and spec.shape[1:].is_compatible_with(value.shape[1:]))

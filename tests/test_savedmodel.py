@@ -49,6 +49,7 @@ def batches(*sizes):
     return [{"features": rng.normal(size=(n, 4)).astype(np.float32)} for n in sizes]
 
 
+@pytest.mark.slow  # loads TensorFlow in a fresh process
 def test_describe_reports_specs_from_a_fresh_process(exported):
     found = sm.describe(exported)
     assert set(found) == {"classify"}
@@ -59,12 +60,14 @@ def test_describe_reports_specs_from_a_fresh_process(exported):
     assert "features: float32 [None, 4]" in sig.describe()
 
 
+@pytest.mark.slow  # loads TensorFlow in a fresh process
 def test_call_and_compare_several_batch_sizes_in_one_process(exported):
     run = sm.assert_matches_reference(exported, "classify", reference, batches(1, 5, 64))
     assert [o["probabilities"].shape for o in run.outputs] == [(1, 3), (5, 3), (64, 3)]
     assert run.outputs[1]["label"].dtype == np.int64
 
 
+@pytest.mark.slow  # loads TensorFlow in a fresh process
 def test_wrong_reference_names_batch_and_key(exported):
     def off_by_one(batch):
         out = reference(batch)
@@ -74,12 +77,14 @@ def test_wrong_reference_names_batch_and_key(exported):
         sm.assert_matches_reference(exported, "classify", off_by_one, batches(3))
 
 
+@pytest.mark.slow  # loads TensorFlow in a fresh process
 def test_missing_output_key_is_named(exported):
     with pytest.raises(AssertionError, match=r"returned keys \['label', 'probabilities'\], expected \['scores'\]"):
         sm.assert_matches_reference(exported, "classify", lambda b: {"scores": np.zeros(len(b["features"]))},
                                     batches(2))
 
 
+@pytest.mark.slow  # loads TensorFlow in a fresh process
 def test_spec_check_passes_and_fails_with_reasons(exported, fixed_batch):
     found = sm.describe(exported)
     sm.check_spec(found, "classify", inputs={"features": ("float32", [None, 4])},
@@ -95,6 +100,7 @@ def test_spec_check_passes_and_fails_with_reasons(exported, fixed_batch):
         sm.assert_signature_spec(fixed_batch, "classify", inputs={"features": ("float32", [None, 4])})
 
 
+@pytest.mark.slow  # loads TensorFlow in a fresh process
 def test_feeds_that_do_not_fit_are_explained(exported, fixed_batch):
     with pytest.raises(AssertionError, match="takes inputs \\['features'\\], but the check feeds \\['x'\\]"):
         sm.call_signature(exported, "classify", {"x": np.zeros((2, 4), np.float32)})
@@ -104,6 +110,7 @@ def test_feeds_that_do_not_fit_are_explained(exported, fixed_batch):
         sm.call_signature(fixed_batch, "classify", batches(3))
 
 
+@pytest.mark.slow  # loads TensorFlow in a fresh process
 def test_py_function_works_in_process_but_not_in_a_fresh_one(tmp_path):
     class Leaky(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
@@ -134,3 +141,41 @@ def test_error_summary_finds_the_cause_in_a_graph_error():
         "at node EagerPyFunc: ValueError: Could not find callback with key=pyfunc_0 in the registry.")
     assert sm.error_summary(ValueError("first\nsecond")) == "first"
     assert sm.error_summary(ValueError("")) == "ValueError"
+
+
+def _keras_in_module(track_raw_variables: bool, path):
+    keras = pytest.importorskip("keras")
+    inputs = keras.Input((4,), name="features")
+    model = keras.Model(inputs, keras.layers.Dense(3, name="logits")(inputs))
+
+    class Wrapper(tf.Module):
+        def __init__(self):
+            self.model = model
+            if track_raw_variables:
+                self.raw = [v.value for v in model.variables]
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="features")])
+        def classify(self, features):
+            return {"logits": self.model(features)}
+
+    module = Wrapper()
+    tf.saved_model.save(module, str(path), signatures={"classify": module.classify})
+    return model
+
+
+@pytest.mark.slow  # loads TensorFlow in a fresh process
+def test_session_loader_rejects_keras_wrappers_and_accepts_raw_variables(tmp_path):
+    feed = {"features": np.ones((2, 4), np.float32)}
+    _keras_in_module(False, tmp_path / "wrapped")
+    assert sm.call_signature(tmp_path / "wrapped", "classify", feed).outputs[0]["logits"].shape == (2, 3)
+    with pytest.raises(AssertionError, match="session loader.*Could not find variable.*Hint: .*model.export"):
+        sm.call_signature(tmp_path / "wrapped", "classify", feed, loaders=("function", "session"))
+    model = _keras_in_module(True, tmp_path / "raw")
+    run = sm.assert_matches_reference(tmp_path / "raw", "classify", lambda b: {"logits": model(b["features"])},
+                                      [feed], loaders=("function", "session"))
+    assert set(run.outputs_by_loader) == {"function", "session"}
+
+
+def test_unknown_loader_is_a_usage_error(exported):
+    with pytest.raises(ValueError, match="loaders must be"):
+        sm.call_signature(exported, "classify", batches(1), loaders=("tflite",))
