@@ -14,8 +14,9 @@ and reports what that process found:
   (``"session"``) that ``saved_model_cli run`` uses, which reads the SavedModel
   the way TensorFlow Serving's C++ loader does: a graph, a session and the
   checkpoint's restore op, with no Python objects at all;
-* ``assert_signature_spec`` and ``assert_matches_reference`` -- the checks the
-  exercises use; they raise ``AssertionError`` with one line a learner can act on.
+* ``assert_signature_spec``, ``assert_matches_reference`` and ``check_export``
+  (both in one process) -- the checks the exercises use; they raise
+  ``AssertionError`` with one line a learner can act on.
 """
 from __future__ import annotations
 
@@ -82,8 +83,10 @@ class SavedModelError(AssertionError):
 # --- the parent side -----------------------------------------------------------
 
 
-def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float) -> dict:
-    """Run the worker in a fresh interpreter; return its parsed result.json."""
+def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float, *, strict: bool = True) -> dict:
+    """Run the worker in a fresh interpreter; return its parsed result.json.
+    With ``strict=False`` a reported error is returned (as ``"error"``, with
+    whatever signatures were read before it) instead of raised."""
     with tempfile.TemporaryDirectory(prefix="savedmodel-check-") as tmp:
         work = Path(tmp)
         for i, batch in enumerate(batches):
@@ -112,7 +115,9 @@ def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float
             raise SavedModelError(f"the fresh process that loads the SavedModel died (exit {proc.returncode}): {tail}")
         result = json.loads(result_path.read_text())
         if result.get("error"):
-            raise SavedModelError(result["error"])
+            if strict:
+                raise SavedModelError(result["error"])
+            return result
         result["outputs"] = {}
         for loader in request["loaders"] if request["signature"] else []:
             result["outputs"][loader] = []
@@ -260,6 +265,43 @@ def assert_matches_reference(
     from autograder.timing import compare_outputs
 
     run = call_signature(export_dir, signature, batches, loaders=loaders, timeout_s=timeout_s)
+    _compare_run(run, signature, reference, batches, rtol, atol, compare_outputs)
+    return run
+
+
+def check_export(
+    export_dir: str | os.PathLike,
+    signature: str,
+    *,
+    inputs: Mapping[str, tuple[str, Sequence[int | None] | None]],
+    outputs: Mapping[str, tuple[str, Sequence[int | None] | None]] | None,
+    reference: Callable[[dict[str, np.ndarray]], Mapping[str, Any]],
+    batches: Sequence[Mapping[str, np.ndarray]],
+    rtol: float = 1e-5,
+    atol: float = 1e-5,
+    loaders: Sequence[str] = LOADERS,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> SignatureRun:
+    """The whole deployment check in one fresh process: the signature's specs
+    (checked first, so a wrong spec is reported as such), then every batch
+    through every loader compared with ``reference``."""
+    from autograder.timing import compare_outputs
+
+    request = {"export_dir": _check_dir(export_dir), "signature": signature, "loaders": list(loaders)}
+    result = _spawn(request, list(batches), timeout_s, strict=False)
+    signatures = {name: _signature_from_json(name, spec) for name, spec in result["signatures"].items()}
+    if result.get("error") and not signatures:
+        raise SavedModelError(result["error"])
+    check_spec(signatures, signature, inputs=inputs, outputs=outputs)
+    if result.get("error"):
+        raise SavedModelError(result["error"])
+    run = SignatureRun(signatures[signature], signatures, result["outputs"][loaders[0]], result["outputs"])
+    _compare_run(run, signature, reference, batches, rtol, atol, compare_outputs)
+    return run
+
+
+def _compare_run(run: SignatureRun, signature: str, reference: Callable, batches: Sequence[Mapping[str, Any]],
+                 rtol: float, atol: float, compare_outputs: Callable) -> None:
     pairs = [(batch, got) for outputs in run.outputs_by_loader.values() for batch, got in zip(batches, outputs)]
     for batch, got in pairs:
         size = len(next(iter(batch.values()))) if batch else 0
@@ -277,7 +319,6 @@ def assert_matches_reference(
                     f"on a batch of {size}, output {key!r} of the reloaded signature {signature!r} "
                     f"differs from the original model: {problem.replace('output', key, 1)}"
                 )
-    return run
 
 
 # --- the fresh-process side --------------------------------------------------------

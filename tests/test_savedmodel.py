@@ -179,3 +179,15 @@ def test_session_loader_rejects_keras_wrappers_and_accepts_raw_variables(tmp_pat
 def test_unknown_loader_is_a_usage_error(exported):
     with pytest.raises(ValueError, match="loaders must be"):
         sm.call_signature(exported, "classify", batches(1), loaders=("tflite",))
+
+
+@pytest.mark.slow  # loads TensorFlow in a fresh process
+def test_check_export_reports_the_spec_before_the_call(exported, fixed_batch):
+    spec = {"features": ("float32", [None, 4])}
+    outs = {"probabilities": ("float32", [None, 3]), "label": ("int64", [None])}
+    run = sm.check_export(exported, "classify", inputs=spec, outputs=outs, reference=reference,
+                          batches=batches(1, 9))
+    assert set(run.outputs_by_loader) == {"function", "session"}
+    with pytest.raises(AssertionError, match="the batch dimension must be None"):
+        sm.check_export(fixed_batch, "classify", inputs=spec, outputs=outs, reference=reference,
+                        batches=batches(3), loaders=("function",))
