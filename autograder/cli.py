@@ -21,6 +21,8 @@ COMMAND_MODULES = (
     "autograder.check",
     "autograder.placement_cli",
     "autograder.bench",
+    "autograder.grade",
+    "autograder.gradescope",
 )
 
 

@@ -211,7 +211,9 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
             owner = _resolve(tf, ns)
             for attr in _callables(owner) if owner is not None else ():
                 snap._record(owner, attr, ".".join(filter(None, ("tf", ns, attr))))
-        for cls in (tf.Tensor, tf.Variable, type(tf.constant(0.0))):
+        from tensorflow.python.framework.ops import EagerTensor  # no tensor made: the runtime must not start yet
+
+        for cls in (tf.Tensor, tf.Variable, EagerTensor):
             for meth in ("numpy", "__array__", "__float__", "__bool__", "__eq__", "device"):
                 if meth in vars(cls):
                     snap._record(cls, meth, f"{cls.__name__}.{meth}")
@@ -240,16 +242,18 @@ def _is_local(address: Any) -> bool:
         return False
 
 
-def install_guards(hidden_dirs: list[str], *, block_network: bool = True) -> None:
-    """Refuse, from now on in this process, to open ``hidden_dirs`` or reach the network."""
+def install_guards(hidden_dirs: list[str], *, allow: list[str] = (), block_network: bool = True) -> None:
+    """Refuse, from now on in this process, to open ``hidden_dirs`` (except
+    what lies under ``allow``: the Python installation) or reach the network."""
     hidden = tuple(os.path.realpath(d).rstrip(os.sep) + os.sep for d in hidden_dirs if d)
+    allowed = tuple(os.path.realpath(d).rstrip(os.sep) + os.sep for d in allow if d)
 
     def hook(event: str, args: tuple) -> None:
         if event == "open" or event in ("os.listdir", "os.scandir"):
             path = args[0] if args else None
             if isinstance(path, (str, bytes, os.PathLike)) and not isinstance(path, int):
                 real = os.path.realpath(os.fsdecode(path)) + os.sep
-                if hidden and real.startswith(hidden):
+                if hidden and real.startswith(hidden) and not real.startswith(allowed or ("\0",)):
                     raise PermissionError(f"the grader does not let notebooks read {os.fsdecode(path)}")
         elif block_network and event in ("socket.connect", "socket.sendto") and len(args) >= 2:
             if not _is_local(args[1]):
@@ -260,21 +264,28 @@ def install_guards(hidden_dirs: list[str], *, block_network: bool = True) -> Non
     sys.addaudithook(hook)
 
 
-def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool) -> str:
+def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool, allow: list[str] = ()) -> str:
     """The first cell a sandboxed kernel runs, before any learner code."""
     return (
         "def _autograder_bootstrap():\n"
         "    import builtins\n"
         "    import json\n"
         "    from autograder import integrity\n"
-        f"    integrity.install_guards({hidden_dirs!r})\n"
+        f"    integrity.install_guards({list(hidden_dirs)!r}, allow={list(allow)!r})\n"
         f"    snap = integrity.take_snapshot(include_tf={include_tf!r}, shell=get_ipython())\n"
         "    ns = get_ipython().user_ns\n"
         "    def report(names=None):\n"
         "        return json.dumps(snap.problems(ns, names))\n"
         f"    builtins.__dict__['_autograder_{token}'] = report\n"
         "    snap.builtins = dict(vars(builtins))\n"
-        f"    print({token!r} + 'ready', flush=True)\n"
+        "    profile = None\n"
+        f"    if {include_tf!r}:\n"
+        "        from autograder.hardware import current_profile\n"
+        "        try:\n"
+        "            profile = current_profile().to_dict()\n"
+        "        except Exception as exc:\n"
+        "            profile = {'name': 'unknown', 'error': str(exc)}\n"
+        f"    print({token!r} + 'ready' + json.dumps(profile), flush=True)\n"
         "_autograder_bootstrap()\n"
         "del _autograder_bootstrap\n"
     )

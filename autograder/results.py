@@ -36,6 +36,7 @@ class Results:
     profile: dict | None = None
     output: str = ""
     execution_time_s: float | None = None
+    sandbox: dict | None = None  # which isolation mechanisms were in force (grade only)
 
     @property
     def score(self) -> float:
@@ -55,7 +56,8 @@ class Results:
             "output": self.output,
             "execution_time": self.execution_time_s,
             "tests": [asdict(t) for t in self.tests],
-            "extra_data": {"notebook": self.notebook, "profile": self.profile},
+            "extra_data": {"notebook": self.notebook, "profile": self.profile,
+                           **({"sandbox": self.sandbox} if self.sandbox is not None else {})},
         }
 
     def to_json(self) -> str:
@@ -70,6 +72,7 @@ class Results:
             profile=extra.get("profile"),
             output=data.get("output", ""),
             execution_time_s=data.get("execution_time"),
+            sandbox=extra.get("sandbox"),
         )
 
 

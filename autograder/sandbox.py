@@ -327,6 +327,18 @@ def _copy_inputs(workdir: Path, prepared: Prepared, submission: Path, data_files
         (workdir / submission.name).write_text(nbformat.writes(prepared.notebook), encoding="utf-8")
 
 
+_LIVE: dict[int, tuple[subprocess.Popen, "_Cgroups | None"]] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Kill every sandbox this process is running (Ctrl-C in the grade command)."""
+    with _LIVE_LOCK:
+        running = list(_LIVE.values())
+    for proc, cgroups in running:
+        kill_tree(proc, cgroups)
+
+
 def _reader(stream, out: queue.Queue) -> None:
     for line in iter(stream.readline, b""):
         out.put(line)
@@ -387,6 +399,8 @@ def run_submission(
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                 cwd=workdir, env=clean_env(workdir), start_new_session=True,
             )
+        with _LIVE_LOCK:
+            _LIVE[proc.pid] = (proc, cgroups)
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
         proc.stdin.write((json.dumps(job) + "\n").encode())
@@ -417,12 +431,15 @@ def run_submission(
             elif "done" in event:
                 note = event["done"].get("note", "")
                 sandbox_info = event["done"].get("sandbox", {})
+                results.profile = event["done"].get("profile") or profile
                 finished = True
     except BrokenPipeError:
         note = note or "the sandbox stopped unexpectedly; parts that had not finished score 0"
     finally:
         if proc is not None:
             kill_tree(proc, cgroups)
+            with _LIVE_LOCK:
+                _LIVE.pop(proc.pid, None)
         if cgroups is not None:
             cgroups.remove()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -650,6 +667,7 @@ class _Worker:
         self.client = None
         self.watchdog: _Watchdog | None = None
         self.sandbox: dict = {}
+        self.profile: dict | None = None
 
     def send(self, event: dict) -> None:
         self.out.write(json.dumps(event) + "\n")
@@ -729,10 +747,13 @@ class _Worker:
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
                 self.watchdog.start()
                 boot, _ = self.run_cell(integrity.bootstrap_source(
-                    self.token, hidden_dirs=self.job["hidden_dirs"], include_tf=self.job["include_tf"]),
+                    self.token, hidden_dirs=self.job["hidden_dirs"], include_tf=self.job["include_tf"],
+                    allow=self.job.get("keep_paths", [])),
                     timeout=max(120.0, self.limits.cell_timeout_s), store_history=False)
-                if self.token + "ready" not in _stdout_of(boot):
+                ready = [line for line in _stdout_of(boot).splitlines() if line.startswith(self.token + "ready")]
+                if not ready:
                     raise RuntimeError("the grader's bootstrap cell failed: " + _error_text(boot))
+                self.profile = json.loads(ready[0][len(self.token + "ready"):] or "null")
                 for spec in self.job["cells"]:
                     cell_number += 1
                     if spec["kind"] == "code":
@@ -754,7 +775,7 @@ class _Worker:
             note = self.death_reason(cell_number)
         finally:
             self.watchdog.stopped.set()
-        self.send({"done": {"note": note, "sandbox": self.sandbox}})
+        self.send({"done": {"note": note, "sandbox": self.sandbox, "profile": self.profile}})
 
     def death_reason(self, cell_number: int) -> str:
         if self.watchdog is not None and self.watchdog.reason:
@@ -808,10 +829,9 @@ class _Worker:
             return TestResult(gid, 0.0, points, f"this test printed more than {self.limits.output_kb} KB of "
                               "output (does your function print in a loop?); print less", "visible", "failed")
         cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": gid, "points": points}
-        scored = runner.score_cells(nbformat.v4.new_notebook(cells=[cell]))[0]
-        if pending and scored.score < scored.max_score:
-            scored.output = f"{pending}. {scored.output}"
-        return scored
+        if pending:  # a limit broken by this part's cells costs the part, whatever the test found
+            return TestResult(gid, 0.0, points, pending, "visible", "failed")
+        return runner.score_cells(nbformat.v4.new_notebook(cells=[cell]))[0]
 
 
 def _stdout_of(cell) -> str:
@@ -828,11 +848,15 @@ def _error_of(cell) -> tuple[str, str] | None:
 
 def _error_text(cell) -> str:
     error = _error_of(cell)
-    return f"{error[0]}: {error[1]}" if error else "no output"
+    if error:
+        return f"{error[0]}: {error[1]}"
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    return text[-500:] or "no output"
 
 
 def worker_main() -> int:
     """``python -m autograder.sandbox worker``: one job on stdin, events on stdout."""
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the grader
     proto_out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # nothing printed by libraries can corrupt the event stream
     proto_in = sys.stdin

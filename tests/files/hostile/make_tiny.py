@@ -25,7 +25,7 @@ def build() -> nbformat.NotebookNode:
     cells = [
         nbformat.v4.new_markdown_cell("# Tiny\nTwo parts: `double(x)` and `SECRET_WORD`.",
                                       metadata=_meta("intro")),
-        nbformat.v4.new_code_cell("import time\nfrom autograder.hardware import current_profile\nDATA = open('data.txt').read().strip()",
+        nbformat.v4.new_code_cell("import time\nfrom autograder.timing import compare_outputs\nDATA = open('data.txt').read().strip()",
                                   metadata=_meta("setup")),
         nbformat.v4.new_code_cell(
             "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION",
@@ -41,7 +41,8 @@ def build() -> nbformat.NotebookNode:
             "SECRET_WORD = None\n### BEGIN SOLUTION\nSECRET_WORD = DATA.upper()\n### END SOLUTION",
             metadata=_meta("answer-word", solution=True, locked=False)),
         nbformat.v4.new_code_cell(
-            "assert SECRET_WORD == DATA.upper(), f'SECRET_WORD is {SECRET_WORD!r}; use the data file'\n"
+            "problem = compare_outputs(DATA.upper(), SECRET_WORD, rtol=0, atol=0)\n"
+            "assert problem is None, f'SECRET_WORD is {SECRET_WORD!r}: {problem}; use the data file'\n"
             "### BEGIN HIDDEN TESTS\n"
             "assert isinstance(SECRET_WORD, str), 'hidden: SECRET_WORD must be a str (okapi-hidden-marker)'\n"
             "### END HIDDEN TESTS",
