@@ -41,8 +41,17 @@ def machine_metadata() -> dict[str, Any]:
         date=now.date().isoformat(),
         timestamp=now.isoformat(timespec="seconds"),
         platform=platform.platform(),
+        # Other work on the machine changes CPU ratios; record how busy it was.
+        load_average_1_5_15min=_load_average(),
     )
     return report
+
+
+def _load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # not available on this platform
+        return None
 
 
 def _slug(text: str) -> str:
@@ -123,6 +132,7 @@ def run_benchmarks(
             )
         pairs[name] = entry
         report(f"{name}: {entry['message']} [{entry['verdict']}]")
+    meta["load_average_after"] = _load_average()
     data = {"schema": SCHEMA, "machine": meta, "budget_s": budget_s, "pairs": pairs}
     path = out or default_output_path(meta)
     write_json_atomic(path, data)

@@ -8,9 +8,12 @@ whether the candidate is at least ``min_ratio`` times faster:
   output), so asynchronous GPU work is inside the timed region;
 * baseline and candidate trials are interleaved, alternating which goes first,
   so a burst of load from another process hits both;
-* each trial gets fresh inputs from ``make_inputs()`` and the candidate's output
-  is checked against the baseline's on the same inputs, so a cached or wrong
-  answer can't pass;
+* a trial times each side's fastest of several calls: load from another
+  process only ever adds time, so the fastest call is the best estimate of the
+  function's own cost;
+* every call gets fresh inputs from ``make_inputs()`` and every candidate
+  output is checked against the baseline's on the same inputs, so a cached or
+  wrong answer can't pass;
 * the verdict is taken on the median of the per-trial ratios with a
   distribution-free (order-statistic) confidence interval; trials are added
   while the interval straddles the threshold, and when the time budget runs out
@@ -46,13 +49,18 @@ _MAX_CALLS_PER_TRIAL = 1000
 
 
 def replaced_clocks() -> list[str]:
-    """Names of ``time`` functions that differ from the ones seen at import."""
-    return [f"time.{name}" for name, func in _GENUINE_CLOCKS.items() if getattr(time, name, None) is not func]
+    """Names of the clocks that differ from the ones seen at import: ``time``
+    functions, and this module's own ``_clock``."""
+    names = [f"time.{name}" for name, func in _GENUINE_CLOCKS.items() if getattr(time, name, None) is not func]
+    if _clock is not _GENUINE_CLOCKS["perf_counter"]:
+        names.append("autograder.timing._clock")
+    return names
 
 
 def clock_is_genuine() -> bool:
     """True while ``time.perf_counter``/``time.time``/``time.monotonic`` (and their
-    ``_ns`` forms) are the functions that were there when this module was imported."""
+    ``_ns`` forms) are the functions that were there when this module was
+    imported, and the clock timing uses is still ``time.perf_counter``."""
     return not replaced_clocks()
 
 
@@ -62,8 +70,12 @@ class SpeedInconclusive(AssertionError):
 
 @dataclass
 class SpeedResult:
-    """What one speed check found.  Times are medians per call, in seconds;
-    ``ratio`` is the median of baseline/candidate over paired trials."""
+    """What one speed check found.  Times are per call, in seconds: the median
+    over trials of each trial's fastest call; ``ratio`` is the median of
+    baseline/candidate over paired trials and
+    ``ci_low``/``ci_high`` its ``confidence`` interval; each trial timed
+    ``calls_per_trial`` calls of each side.  Fields are None when nothing was
+    timed (skipped, or a wrong output found before timing)."""
 
     verdict: str
     baseline_s: float | None
@@ -237,23 +249,28 @@ def _resolve_profile(profile: Any) -> str:
 
 
 def _timed_calls(fn: Callable, arg_sets: list[tuple]) -> tuple[float, list[Any]]:
-    """Seconds per call of ``fn`` over ``arg_sets`` (one call per set, each
-    forced to the host) and the host values.  Every call gets its own inputs so
-    a function that remembers its last answer gains nothing.  The garbage
-    collector is paused so a collection of someone else's garbage is not billed
-    here."""
+    """The fastest single call of ``fn`` over ``arg_sets`` (one call per set,
+    each forced to the host), in seconds, and the host values.
+
+    Another process can only add time to a call (by taking the core away), so
+    the fastest of several calls is the best estimate of the function's own
+    cost on a busy machine.  Every call gets its own inputs, so a function
+    that remembers its last answer gains nothing.  The garbage collector is
+    paused so a collection of someone else's garbage is not billed here."""
     outs: list[Any] = []
+    best = math.inf
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        start = _clock()
         for args in arg_sets:
-            outs.append(to_host(fn(*args)))
-        elapsed = _clock() - start
+            start = _clock()
+            out = to_host(fn(*args))
+            best = min(best, _clock() - start)
+            outs.append(out)
     finally:
         if gc_was_on:
             gc.enable()
-    return elapsed / len(arg_sets), outs
+    return best, outs
 
 
 def _fresh_inputs(make_inputs: Callable[[], Any]) -> tuple:
@@ -281,6 +298,7 @@ def measure_speedup(
     budget_s: float = 20.0,
     confidence: float = 0.99,
     warmup: int = 2,
+    min_calls: int = 3,
     min_sample_s: float = 0.02,
     max_sample_s: float = 0.25,
     verify_trials: int = 3,
@@ -291,10 +309,11 @@ def measure_speedup(
     ``autograder.thresholds`` for ``profile``, default the current one).
 
     Each function is called as ``fn(*make_inputs())``.  ``warmup`` untimed calls
-    of each come first.  A function faster than ``min_sample_s`` per call is
-    called several times per trial, each time on fresh inputs (the same ones
-    for both sides), so one sample spans several scheduler time slices; the
-    slower side's sample is kept under ``max_sample_s``.  ``budget_s`` bounds the
+    of each come first.  In each trial each side makes at least ``min_calls``
+    calls (more when that takes less than ``min_sample_s``; fewer when the
+    slower side would take more than ``max_sample_s``), each on fresh inputs,
+    the same ones for both sides, and the fastest call is its time for that
+    trial; the trial's ratio is baseline time / candidate time.  ``budget_s`` bounds the
     timed trials (not the warm-up).  When the table says the check is not timed
     on this profile the outputs are still compared on ``verify_trials`` fresh
     inputs and the verdict is "skipped" (with ``measure_when_untimed=True`` the
@@ -355,10 +374,11 @@ def measure_speedup(
             f"{max(warmup, 1) + verify_trials} fresh inputs",
         )
 
-    # Several calls per sample when one call is too short to time well under
-    # load (a scheduler time slice is a few ms); both sides make the same
-    # calls, and the slower side's sample is kept under max_sample_s.
-    reps = 1 if fastest >= min_sample_s else int(math.ceil(min_sample_s / max(fastest, 1e-9)))
+    # Each side's sample is the fastest of `reps` calls: at least min_calls,
+    # and enough to span min_sample_s (several scheduler time slices, so some
+    # call runs uninterrupted); both sides make the same calls on the same
+    # inputs, and the slower side's sample is kept under max_sample_s.
+    reps = max(min_calls, int(math.ceil(min_sample_s / max(fastest, 1e-9))))
     reps = max(1, min(reps, int(max_sample_s / max(slowest, 1e-9)), _MAX_CALLS_PER_TRIAL))
     n_min = min_trials_for(confidence)
     base_times: list[float] = []

@@ -20,6 +20,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import signal
 import statistics
 import sys
 import time
@@ -34,6 +35,11 @@ def _spin() -> None:
     """Keep one core busy until terminated."""
     while True:
         pass
+
+
+def _loadavg() -> str:
+    """1, 5 and 15 minute load averages: other work on the machine counts."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def run_check(bench, setup, budget_s: float) -> tuple[str, float | None, str]:
@@ -78,12 +84,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"{n}: not timed on profile {profile}, left out")
 
+    # A plain `kill` must still stop the busy-loop child (via the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     busy = None
     if not args.no_load:
         busy = mp.get_context("spawn").Process(target=_spin, daemon=True)
         busy.start()
     load = f"one core kept busy by pid {busy.pid}" if busy else "no extra load"
-    print(f"profile {profile}, {os.cpu_count()} cores, {load}, {args.runs} runs per check, budget {args.budget:g} s")
+    print(f"profile {profile}, {os.cpu_count()} cores, {load}, {args.runs} runs per check, budget {args.budget:g} s; "
+          f"load average before: {_loadavg()}")
 
     results: dict[str, dict] = {}
     started = time.monotonic()
@@ -123,10 +132,11 @@ def main(argv: list[str] | None = None) -> int:
                 if r["median_ratio"] is not None else "-")
         print(f"{key:<38} {r['pass']:>5} {r['fail']:>5} {r['inconclusive']:>5}   {seen:<22} "
               f"{r['min_ratio']:.1f}x  {'ok' if good else 'NOT OK'}")
-    print(f"total time {time.monotonic() - started:.0f} s")
+    print(f"total time {time.monotonic() - started:.0f} s; load average after: {_loadavg()}")
     if args.out:
         Path(args.out).write_text(json.dumps(
-            {"profile": profile, "cores": os.cpu_count(), "load": load, "budget_s": args.budget, "results": results},
+            {"profile": profile, "cores": os.cpu_count(), "load": load, "budget_s": args.budget,
+             "load_average_after": _loadavg(), "results": results},
             indent=2) + "\n")
     return 0 if ok else 1
 

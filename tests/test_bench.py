@@ -54,7 +54,8 @@ def test_bench_writes_one_json_with_machine_and_pairs(fake_pairs, tmp_path, caps
     assert data["schema"] == 1 and data["budget_s"] == 3.0
     machine = data["machine"]
     for key in ("cpu", "cpu_cores", "gpu", "compute_capability", "tensorflow", "cuda_version",
-                "cudnn_version", "python", "date", "timestamp", "hostname", "profile"):
+                "cudnn_version", "python", "date", "timestamp", "hostname", "profile",
+                "load_average_1_5_15min", "load_average_after"):
         assert key in machine
     assert machine["profile"] == "cpu" and machine["cpu_cores"] >= 1
     pair = data["pairs"]["sleepy_fast"]

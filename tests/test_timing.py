@@ -73,13 +73,13 @@ def test_ratio_at_the_threshold_with_a_tiny_budget_is_inconclusive():
         return x * 2.0
 
     res = measure_speedup(sleeper(0.004), jittery, inputs, check="graph_vs_eager", label="candidate",
-                          min_ratio=2.0, profile="cpu", budget_s=0.05, min_sample_s=0.0)
+                          min_ratio=2.0, profile="cpu", budget_s=0.05, min_sample_s=0.0, min_calls=1)
     assert res.verdict == "inconclusive"
     assert res.trials == min_trials_for(0.99)  # the budget stops it as soon as an interval exists
     assert res.ci_low < 2.0 <= res.ci_high
     with pytest.raises(SpeedInconclusive) as info:
         assert_speedup(sleeper(0.004), jittery, inputs, check="graph_vs_eager",
-                       min_ratio=2.0, profile="cpu", budget_s=0.05, min_sample_s=0.0)
+                       min_ratio=2.0, profile="cpu", budget_s=0.05, min_sample_s=0.0, min_calls=1)
     assert isinstance(info.value, AssertionError)
     msg = str(info.value)
     assert msg.startswith("inconclusive: candidate: ")
@@ -249,6 +249,8 @@ def test_a_patched_clock_changes_nothing_and_is_detected(monkeypatch):
     monkeypatch.undo()
     assert clock_is_genuine()
     assert timing._clock is time.perf_counter
+    monkeypatch.setattr(timing, "_clock", lambda: 0.0)
+    assert replaced_clocks() == ["autograder.timing._clock"]
 
 
 # --- helpers ---------------------------------------------------------------------
