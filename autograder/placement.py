@@ -473,7 +473,84 @@ def _runtime_started(tf: Any) -> bool:
     return getattr(context.context(), "_context_handle", None) is not None
 
 
-def start_logging() -> None:
+class _KernelStreamFilter:
+    """Keeps placement lines out of what a Jupyter kernel stream shows.
+
+    ipykernel 7 passes both ``sys.stdout.write`` calls (where TF's IPython
+    listener writes the eager lines) and what it reads from fds 1 and 2 (the
+    placer's lines, in chunks of up to 1000 bytes) through the stream's
+    ``write``.  IPython replaces ``write`` with its own wrapper for each cell
+    and puts the old one back after, so the filter is wrapped around the
+    current ``write`` now and again before every cell (``pre_run_cell``).
+    A partial line at the end of a chunk that held placement lines waits for
+    the rest of its line; any other partial line (``print(x, end='')``) goes
+    out at once.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.pending = ""
+        self.lock = threading.Lock()
+        flush = stream.flush
+
+        def flush_pending() -> None:
+            with self.lock:
+                pending, self.pending = self.pending, ""
+            if pending:
+                stream.write(pending)
+            flush()
+
+        stream.flush = flush_pending
+
+    def wrap(self, _info: Any = None) -> None:
+        """Filter the stream's ``write`` (idempotent; also IPython's ``pre_run_cell`` hook)."""
+        current = self.stream.write
+        if getattr(current, "_hides_placement", False):
+            return
+        # IPython's per-cell wrapper keeps the write it replaced in a closure
+        # variable and restores it after the cell: filter that one, so output
+        # that arrives between cells (fd chunks read late) is filtered too.
+        names = getattr(getattr(current, "__code__", None), "co_freevars", ())
+        cells = dict(zip(names, getattr(current, "__closure__", None) or ()))
+        saved = cells.get("original_write")
+        if saved is None:
+            self.stream.write = self._filtered(current)
+        elif not getattr(saved.cell_contents, "_hides_placement", False):
+            saved.cell_contents = self._filtered(saved.cell_contents)
+
+    def _filtered(self, inner: Callable[..., Any]) -> Callable[..., int]:
+        def write(text: str, *args: Any, **kwargs: Any) -> int:
+            with self.lock:
+                lines = (self.pending + text).splitlines(keepends=True)
+                self.pending = ""
+                kept = [line for line in lines if not is_placement_line(line)]
+                if len(kept) < len(lines) and kept and not kept[-1].endswith(("\n", "\r")):
+                    self.pending = kept.pop()
+            if kept:
+                inner("".join(kept), *args, **kwargs)
+            return len(text)
+
+        write._hides_placement = True  # type: ignore[attr-defined]
+        return write
+
+
+def _hide_placement_lines_in_kernel() -> None:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "_placement_filter", None) is None:
+            stream._placement_filter = _KernelStreamFilter(stream)
+            stream._placement_filter.wrap()
+            if shell is not None:
+                shell.events.register("pre_run_cell", stream._placement_filter.wrap)
+
+
+def _in_jupyter_kernel() -> bool:
+    return type(sys.stdout).__module__.startswith("ipykernel")
+
+
+def start_logging(*, quiet: bool = True) -> None:
     """Turn placement logging on for the rest of this process; call it first.
 
     Sets ``TF_CPP_MIN_LOG_LEVEL=0`` if TensorFlow is not imported yet (and the
@@ -481,7 +558,10 @@ def start_logging() -> None:
     ``tf.debugging.set_log_device_placement(True)`` without starting the
     runtime, so devices can still be configured afterwards.  Raises
     :class:`PlacementLoggingOff` when it is already too late: the runtime
-    started with logging off.  Logging then stays on until the process ends.
+    started with logging off.  Logging then stays on until the process ends;
+    in a Jupyter kernel ``quiet`` (the default) hides placement lines written
+    outside :func:`capture` from the notebook, as switching logging off would
+    if TensorFlow could.  Does nothing if logging is already on.
     """
     if "tensorflow" not in sys.modules:
         os.environ.setdefault(LOG_LEVEL_ENV, "0")
@@ -492,6 +572,8 @@ def start_logging() -> None:
     if _runtime_started(tf):
         raise PlacementLoggingOff(_logging_off_message(runtime_started=True))
     tf.debugging.set_log_device_placement(True)
+    if quiet and _in_jupyter_kernel():
+        _hide_placement_lines_in_kernel()
 
 
 def _logging_off_message(*, runtime_started: bool) -> str:

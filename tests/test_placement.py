@@ -490,7 +490,8 @@ def test_capture_command_runs_a_script_with_logging_on(tmp_path):
 
 
 def test_capture_in_a_real_jupyter_kernel():
-    """In IPython TF logs eager ops bare on stdout and ipykernel forwards fds to the cell."""
+    """In IPython TF logs eager ops bare on stdout, and ipykernel 7 forwards fds 1 and 2 to
+    the notebook; capture must still see them, and cells outside a capture must show none."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.v4.new_notebook()
@@ -503,11 +504,22 @@ def test_capture_in_a_real_jupyter_kernel():
             "def work():\n    print('printed by work')\n    return tf.Variable([1.0, 2.0]).numpy()\n"
             "cap = pl.capture(work)\nprint(sorted(cap.ops(kind='eager')), 'printed by work' in cap.text)"
         ),
+        nbformat.v4.new_code_cell(
+            "import sys\nprint('partial', end='')\n"
+            "@tf.function\ndef f(a):\n    return a * 2.0\n"
+            "print(' line', f(tf.Variable([1.0]) + 1.0).numpy())\nprint('to stderr', file=sys.stderr)"
+        ),
     ]
-    env_path = {"metadata": {"path": str(ROOT)}}
-    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3", resources=env_path).execute()
-    shown = "".join(o.get("text", "") for o in nb.cells[1].outputs if o.get("output_type") == "stream")
-    assert shown.splitlines() == [
+    where = {"metadata": {"path": str(ROOT)}}
+    nbclient.NotebookClient(nb, timeout=180, kernel_name="python3", resources=where).execute()
+
+    def shown(cell: int, name: str = "stdout") -> str:
+        outputs = nb.cells[cell].outputs
+        return "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream" and o["name"] == name)
+
+    assert shown(1).splitlines() == [
         "printed by work",
         "['AssignVariableOp', 'Identity', 'ReadVariableOp', 'VarHandleOp', '_EagerConst'] True",
     ]
+    assert shown(2) == "partial line [4.]\n"
+    assert shown(2, "stderr") == "to stderr\n"
