@@ -105,7 +105,9 @@ def _digest(parts: list[str | bytes]) -> str:
 
 def _first_errors(output: str, limit: int = 3) -> str:
     """The first compiler errors, shortened to what a person needs."""
-    lines = [line.strip() for line in output.splitlines() if re.search(r"\berror\b", line)]
+    # Paths of generated files say nothing to a reader; keep the file's name.
+    lines = [re.sub(r"(?<![\w.])/\S*/", "", line.strip())
+             for line in output.splitlines() if re.search(r"\berror\b", line)]
     if lines:
         return " | ".join(lines[:limit])
     rest = output.strip().splitlines()
