@@ -41,11 +41,12 @@ python3 -m venv /autograder/venv
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission; it must leave results/results.json.
-RESULTS=/autograder/results/results.json
-mkdir -p /autograder/results
-cd /autograder/source
-/autograder/venv/bin/python -m autograder.gradescope run {assignment} \\
-    --submission /autograder/submission --results "$RESULTS" --source source
+BASE="${{AUTOGRADER_ROOT:-/autograder}}"
+RESULTS="$BASE/results/results.json"
+mkdir -p "$BASE/results"
+cd "$BASE/source" || true
+"$BASE/venv/bin/python" -m autograder.gradescope run {assignment} \\
+    --submission "$BASE/submission" --results "$RESULTS" --source source
 if [ ! -s "$RESULTS" ]; then
   cat > "$RESULTS" <<'JSON'
 {{"score": 0, "output": "The autograder itself failed before it could grade this submission; please tell your instructor.", "tests": []}}

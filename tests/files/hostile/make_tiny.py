@@ -1,7 +1,8 @@
-"""Build the tiny assignment the hostile catalogue grades (no TensorFlow).
+"""Build the small assignments the hostile catalogue grades.
 
-``python tests/files/hostile/make_tiny.py`` rewrites ``tiny/source/tiny/tiny.ipynb``:
-two graded parts, an answer cell each, visible and hidden tests.
+``python tests/files/hostile/make_tiny.py`` rewrites ``tiny/source/tiny/tiny.ipynb``
+(no TensorFlow: two graded parts, an answer cell each, visible and hidden
+tests) and ``speed/source/speed/speed.ipynb`` (one TensorFlow speed part).
 """
 from __future__ import annotations
 
@@ -53,8 +54,30 @@ def build() -> nbformat.NotebookNode:
     return nb
 
 
+def build_speed() -> nbformat.NotebookNode:
+    """A one-part TensorFlow speed assignment: beat an eager loop with a tf.function."""
+    cells = [
+        nbformat.v4.new_code_cell(
+            "import tensorflow as tf\nfrom autograder.timing import assert_speedup\n\n"
+            "def slow_total(x):\n    total = tf.constant(0.0)\n    for i in range(100):\n"
+            "        total += tf.reduce_sum(x * float(i))\n    return total",
+            metadata=_meta("setup")),
+        nbformat.v4.new_code_cell(
+            "### BEGIN SOLUTION\n@tf.function\ndef fast_total(x):\n    return slow_total(x)\n### END SOLUTION",
+            metadata=_meta("answer-fast", solution=True, locked=False)),
+        nbformat.v4.new_code_cell(
+            "assert_speedup(slow_total, fast_total, lambda: (tf.random.normal((64,)),), check='hostile-speed',\n"
+            "               label='fast_total', baseline_label='slow_total', min_ratio=1.5, budget_s=15, rtol=1e-4, atol=1e-3)",
+            metadata=_meta("test-fast", grade=True, points=1)),
+    ]
+    return nbformat.v4.new_notebook(cells=cells)
+
+
 if __name__ == "__main__":
     target = HERE / "tiny" / "source" / "tiny"
     target.mkdir(parents=True, exist_ok=True)
     nbformat.write(build(), target / "tiny.ipynb")
     (target / "data.txt").write_text("quokka\n")
+    speed = HERE / "speed" / "source" / "speed"
+    speed.mkdir(parents=True, exist_ok=True)
+    nbformat.write(build_speed(), speed / "speed.ipynb")
