@@ -31,7 +31,8 @@ What TensorFlow 2.21 writes (measured on CPU, Python 3.11; the tests in
   the eager lines come out **bare on stdout** instead, whatever
   ``TF_CPP_MIN_LOG_LEVEL`` says.  With ipykernel 7.4 the kernel also forwards
   fd 1 and fd 2 to the notebook, so once logging is on every later cell that
-  runs TensorFlow prints its placement lines (measured through nbclient).
+  runs TensorFlow prints its placement lines (measured through nbclient)
+  unless :func:`start_logging` hides them, which it does by default.
 * The 2019 log in the course seed (TF 2.0 era) has the eager lines twice: bare,
   and with a ``2019-05-30 16:20:56.082274: I .../execute.cc:394]`` prefix.
 
@@ -417,7 +418,7 @@ class Capture:
 # --------------------------------------------------------------------------
 # Capturing in this process
 
-_capture_lock = threading.Lock()
+_capture_lock = threading.RLock()  # re-entrant: a captured function may capture too
 _eager_logging_works: bool | None = None
 
 
@@ -727,16 +728,16 @@ def _tensor_label(value: Any) -> str:
 def assert_ops_on_device(
     capture: Capture,
     device: str,
-    ops: Iterable[str] | None = VARIABLE_OPS,
+    ops: Iterable[str] | str | None = None,
     allow: Iterable[str] = PLUMBING_OPS,
 ) -> None:
     """Fail unless every logged op of the given types ran on ``device``.
 
-    ``ops`` are the op types to check (default: the variable ops; None: every
-    op); ``allow`` lists op types that may run anywhere.  Also fails when no op
-    of those types was logged at all, so an empty capture cannot pass.
+    ``ops`` are the op types to check: None for :data:`VARIABLE_OPS`, ``"*"``
+    for every op; ``allow`` lists op types that may run anywhere.  Also fails
+    when no op of those types was logged at all, so an empty capture cannot pass.
     """
-    checked = None if ops is None else frozenset(ops)
+    checked = None if ops == "*" else VARIABLE_OPS if ops is None else frozenset(ops)
     allowed = frozenset(allow)
     noun = "variable ops" if checked is not None and checked <= VARIABLE_OPS else "ops"
     want = normalize_device(device)

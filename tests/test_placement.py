@@ -208,7 +208,7 @@ def test_assert_ops_on_device_names_misplaced_ops_in_one_line():
 def test_assert_ops_on_device_every_op_and_several_wrong_devices():
     cap = Capture.from_text(log("tf221_stderr.log"))
     with pytest.raises(AssertionError) as info:
-        assert_ops_on_device(cap, "GPU:0", ops=None)
+        assert_ops_on_device(cap, "GPU:0", ops="*")
     message = str(info.value)
     assert "\n" not in message and "ran off GPU:0" in message
     assert "MatMul on CPU:0" in message and "VarHandleOp on CPU:1" in message and "_Arg" not in message
@@ -335,6 +335,9 @@ for probe in pl.ORIGIN_PROBES:
     out["probes"][probe.call] = {"missing": pl.probe_ops_missing(probe, seen),
                                  "unexpected": sorted(set(probe.absent) & seen), "seen": sorted(seen)}
 
+outer = pl.capture(lambda: pl.capture(lambda: tf.ones((2,)) * 5.0))
+out["nested"] = [sorted(outer.result.ops()), sorted(outer.ops())]
+
 out["flag_after_captures"] = tf.debugging.get_log_device_placement()
 tf.debugging.set_log_device_placement(False)
 with pl._fds_redirected() as late:
@@ -394,6 +397,11 @@ def test_capture_propagates_errors_and_leaves_logging_on(scenario):
     assert out["flag_after_captures"] is True
     # TF 2.21 keeps logging after set_log_device_placement(False) (the module docstring says so)
     assert out["logs_after_set_false"] is True
+
+
+def test_nested_captures_each_get_their_own_lines(scenario):
+    inner, outer = scenario[0]["nested"]
+    assert "Mul" in inner and "Mul" not in outer
 
 
 def test_cross_device_copy_is_not_an_op_in_the_log(scenario):
