@@ -728,16 +728,16 @@ def _tensor_label(value: Any) -> str:
 def assert_ops_on_device(
     capture: Capture,
     device: str,
-    ops: Iterable[str] | str | None = None,
+    ops: Iterable[str] | None = VARIABLE_OPS,
     allow: Iterable[str] = PLUMBING_OPS,
 ) -> None:
     """Fail unless every logged op of the given types ran on ``device``.
 
-    ``ops`` are the op types to check: None for :data:`VARIABLE_OPS`, ``"*"``
-    for every op; ``allow`` lists op types that may run anywhere.  Also fails
-    when no op of those types was logged at all, so an empty capture cannot pass.
+    ``ops`` are the op types to check (default: the variable ops; None: every
+    op); ``allow`` lists op types that may run anywhere.  Also fails when no op
+    of those types was logged at all, so an empty capture cannot pass.
     """
-    checked = None if ops == "*" else VARIABLE_OPS if ops is None else frozenset(ops)
+    checked = None if ops is None else frozenset(ops)
     allowed = frozenset(allow)
     noun = "variable ops" if checked is not None and checked <= VARIABLE_OPS else "ops"
     want = normalize_device(device)
