@@ -7,7 +7,7 @@
 Prints, per op type, the devices it ran on, how many eager and graph lines
 logged it, and the Python calls that typically produce it (``OP_ORIGINS``).
 Exit 0 when placement lines were found, 1 when none were or the command
-failed, 2 (one line on stderr) for a usage error.
+failed or ran out of time, 2 (one line on stderr) for a usage error.
 """
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ DEFAULT_TIMEOUT_S = 600.0
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "placement",
+        usage="python -m autograder placement [--json] [--timeout S] "
+        "(SCRIPT.py [ARGS...] | -- python ARGS... | --parse FILE)",
         help="capture or read a placement log and say which device each op ran on",
         description="Run a Python script or command with TensorFlow's placement logging on (or read a "
         "saved log with --parse) and print, per op type, the devices it ran on and the Python calls "
@@ -54,7 +56,12 @@ def run(args: argparse.Namespace) -> int:
     if args.parse:
         capture, source = _read_log(Path(args.parse)), args.parse
     elif command:
-        capture, source = _run_command(command, timeout=args.timeout), shlex.join(command)
+        try:
+            capture, source = _run_command(command, timeout=args.timeout), shlex.join(command)
+        except subprocess.TimeoutExpired:
+            print(f"error: the command ran longer than {args.timeout:g} s; raise --timeout or run less",
+                  file=sys.stderr)
+            return 1
     else:
         raise UsageError(
             "nothing to do: give a script (placement SCRIPT.py), a command (placement -- python -c CODE) "
@@ -80,8 +87,6 @@ def _run_command(command: list[str], *, timeout: float) -> Capture:
         raise UsageError(str(exc)) from None
     except FileNotFoundError:
         raise UsageError(f"cannot run {command[0]!r}: no such program") from None
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"the command ran longer than {timeout:g} s; raise --timeout or run less") from None
 
 
 def _report(capture: Capture, source: str, *, as_json: bool, ran_command: bool) -> int:

@@ -139,3 +139,9 @@ def test_run_a_failing_script(tmp_path):
     assert table["AssignVariableOp"][0] == "CPU:1"
     assert "trained" not in done.stdout  # the script's own output is not mixed into the table
     assert done.stderr.startswith("the command exited with status 4")
+
+
+def test_a_command_that_runs_too_long_exits_1(capsys):
+    code, out, err = in_process(capsys, "--timeout", "0.5", "--", "python", "-c", "import time; time.sleep(30)")
+    assert code == 1 and out == ""
+    assert err == "error: the command ran longer than 0.5 s; raise --timeout or run less\n"
