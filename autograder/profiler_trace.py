@@ -193,15 +193,21 @@ def slowest_op(source: Any, *, by: str = "type") -> OpStats:
     return rows[0]
 
 
-def format_table(rows: Iterable[OpStats], *, top: int = 10) -> str:
-    """A plain-text table of the first ``top`` rows with each op's share of self time."""
+def _shorten(name: str, width: int) -> str:
+    # Keep the end of a long node name: the op's own name is the specific part.
+    return name if len(name) <= width else "…" + name[-(width - 1):]
+
+
+def format_table(rows: Iterable[OpStats], *, top: int = 10, max_width: int = 48) -> str:
+    """A plain-text table of the first ``top`` rows with each op's share of self
+    time; op names longer than ``max_width`` keep their last characters."""
     rows = list(rows)
     total = sum(r.self_us for r in rows) or 1.0
-    width = max([len("op")] + [len(r.op) for r in rows[:top]])
+    width = min(max([len("op")] + [len(r.op) for r in rows[:top]]), max_width)
     lines = [f"{'op':{width}}  {'count':>6}  {'total µs':>10}  {'self µs':>10}  {'self %':>6}"]
     for r in rows[:top]:
         mode = "  (eager)" if r.eager else ""
-        lines.append(f"{r.op:{width}}  {r.count:6d}  {r.total_us:10.1f}  {r.self_us:10.1f}  "
+        lines.append(f"{_shorten(r.op, width):{width}}  {r.count:6d}  {r.total_us:10.1f}  {r.self_us:10.1f}  "
                      f"{100 * r.self_us / total:5.1f}%{mode}")
     if len(rows) > top:
         rest = sum(r.self_us for r in rows[top:])

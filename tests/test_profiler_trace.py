@@ -83,6 +83,8 @@ def test_format_table_shows_shares_and_folds_the_rest():
     assert lines[1].startswith("_MklMatMul")
     assert "(3 more)" in lines[-1]
     assert "(eager)" in pt.format_table(pt.op_table(_space()), top=10)
+    by_name = pt.format_table(pt.op_table(_space(), by="name"), max_width=6)
+    assert "…er/mm" in by_name and all(len(line.split()[0]) <= 6 for line in by_name.splitlines()[1:-1])
 
 
 def test_missing_and_corrupt_traces_give_clear_errors(tmp_path):
