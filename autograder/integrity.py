@@ -34,6 +34,7 @@ import ipaddress
 import json
 import os
 import pkgutil
+import re
 import sys
 import time
 import types
@@ -45,8 +46,11 @@ CLOCKS = ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "mo
 # Front ends and the sandbox itself never run inside a learner's kernel.
 NOT_CHECK_MODULES = frozenset({
     "__main__", "cli", "check", "doctor", "grade", "sandbox", "release", "gradescope",
-    "export", "feedback", "placement_cli", "placement_boot", "benchmarks",
+    "export", "feedback", "placement_cli", "placement_boot", "benchmarks", "bench", "runner", "notebook",
 })
+# A module importing one of these at its top is only snapshotted for assignments
+# that use TensorFlow: the others should not pay seconds for an import they never use.
+HEAVY_IMPORT = re.compile(r"^(?:import|from) (?:tensorflow|keras|starlette|uvicorn|httpx)\b", re.MULTILINE)
 # Namespaces whose functions checks call; modules (tf.keras ...) are not walked,
 # so lazily loaded submodules never count as a change.
 TF_NAMESPACES = ("", "config", "config.experimental", "config.threading", "config.optimizer",
@@ -57,12 +61,25 @@ USER_MODULE_NAMES = {"tf": "tensorflow", "tensorflow": "tensorflow", "np": "nump
                      "time": "time", "autograder": "autograder"}
 
 
-def check_module_names() -> list[str]:
-    """``autograder`` modules that tests import inside the kernel."""
+def check_module_names(*, heavy: bool = True) -> list[str]:
+    """``autograder`` modules that tests import inside the kernel (without
+    ``heavy``: only those that import no TensorFlow at their top)."""
     import autograder
 
-    return sorted(f"autograder.{m.name}" for m in pkgutil.iter_modules(autograder.__path__)
-                  if m.name not in NOT_CHECK_MODULES and not m.name.startswith("_"))
+    names = []
+    for info in pkgutil.iter_modules(autograder.__path__):
+        if info.name in NOT_CHECK_MODULES or info.name.startswith("_"):
+            continue
+        if not heavy:
+            path = os.path.join(autograder.__path__[0], f"{info.name}.py")
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    if HEAVY_IMPORT.search(handle.read()):
+                        continue
+            except OSError:
+                continue
+        names.append(f"autograder.{info.name}")
+    return sorted(names)
 
 
 def _resolve(root: Any, dotted: str) -> Any:
@@ -180,7 +197,7 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
     for name in CLOCKS:
         snap._record(time, name, f"time.{name}")
     snap.modules["time"] = time
-    for name in check_module_names():
+    for name in check_module_names(heavy=include_tf):
         try:
             module = importlib.import_module(name)
         except Exception:  # a module that cannot import here is never used by tests here

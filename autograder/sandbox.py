@@ -55,11 +55,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
+# jsonschema (under nbformat) builds an IRI grammar at import time when
+# rfc3987_syntax is installed: seconds per worker process on a busy machine,
+# for a string format notebooks never use.  Without it jsonschema skips that format.
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
-from autograder import integrity
-from autograder import notebook as nbtools
-from autograder.results import Results, TestResult
+import nbformat  # noqa: E402
+
+from autograder import integrity  # noqa: E402
+from autograder import notebook as nbtools  # noqa: E402
+from autograder.results import Results, TestResult  # noqa: E402
 
 MAX_NOTEBOOK_BYTES = 200 * 1024 * 1024
 KERNEL_NAME = "autograder-sandbox"

@@ -95,6 +95,7 @@ def _duplicated_tests(ctx: Context) -> bytes:
         extra.append(cell)
         if _gid(cell) == "test-word":
             fake = copy.deepcopy(cell)
+            fake.id = "duplicate-of-test-word"
             fake.source = "SECRET_WORD = DATA.upper()"  # a 'test' that fixes the answer
             extra.insert(len(extra) - 1, fake)
     nb.cells = extra
@@ -150,10 +151,11 @@ for folder in targets:
             continue
         if "HIDDEN TESTS" in text or "BEGIN SOLUTION" in text or "quokka" in text.lower():
             leaked.append(path)
+marker = "-".join(["hidden", "marker"]).encode()  # spelled so this cell does not contain it
 for root, _, files in os.walk("/tmp"):
     for name in files:
         try:
-            if b"hidden-marker" in open(os.path.join(root, name), "rb").read(1 << 20):
+            if marker in open(os.path.join(root, name), "rb").read(1 << 20):
                 leaked.append(os.path.join(root, name))
         except OSError:
             pass
