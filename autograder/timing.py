@@ -90,7 +90,7 @@ class SpeedResult:
     check: str = ""
     label: str = "candidate"
     baseline_label: str = "baseline"
-    confidence: float = 0.99
+    confidence: float = 0.95
     calls_per_trial: int = 1
     output_mismatch: str | None = None
 
@@ -183,7 +183,7 @@ def _shape_summary(leaves: list[tuple[str, Any]]) -> str:
 # --- statistics -----------------------------------------------------------------
 
 
-def median_ci(values: Sequence[float], confidence: float = 0.99) -> tuple[float, float, float]:
+def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
     """(median, low, high): the sample median and a distribution-free interval
     for the true median from order statistics.  The number of values below the
     true median is Binomial(n, 1/2), so [x_(k), x_(n-k+1)] covers it with
@@ -296,7 +296,7 @@ def measure_speedup(
     rtol: float = 1e-5,
     atol: float = 1e-6,
     budget_s: float = 20.0,
-    confidence: float = 0.99,
+    confidence: float = 0.95,
     warmup: int = 2,
     min_calls: int = 3,
     min_sample_s: float = 0.02,

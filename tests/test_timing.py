@@ -49,7 +49,7 @@ def test_three_times_faster_passes_with_the_learners_message(capsys):
     )
     assert res.verdict == "pass"
     assert 2.0 <= res.ci_low <= res.ratio <= res.ci_high
-    assert res.trials >= min_trials_for(0.99)
+    assert res.trials >= min_trials_for(res.confidence) == 6
     printed = capsys.readouterr().out.strip()
     assert printed == res.message
     assert re.fullmatch(r"fast step: 2\.\d ms vs 6\.\d ms slow \(\d\.\dx, needed 2\.0x on profile cpu\)", printed)
@@ -62,7 +62,7 @@ def test_equal_speed_fails_as_too_slow():
     assert not isinstance(info.value, SpeedInconclusive)
     msg = str(info.value)
     assert re.match(r"XLA step: 3\.\d ms vs 3\.\d ms plain \((0\.9|1\.0|1\.1)x, needed 2\.0x on profile cpu\); too slow", msg)
-    assert re.search(r"too slow: the 99% interval \d\.\d\dx-\d\.\d\dx over \d+ trials is all below 2\.0x$", msg)
+    assert re.search(r"too slow: the 95% interval \d\.\d\dx-\d\.\d\dx over \d+ trials is all below 2\.0x$", msg)
 
 
 def test_ratio_at_the_threshold_with_a_tiny_budget_is_inconclusive():
@@ -75,7 +75,8 @@ def test_ratio_at_the_threshold_with_a_tiny_budget_is_inconclusive():
     res = measure_speedup(sleeper(0.004), jittery, inputs, check="graph_vs_eager", label="candidate",
                           min_ratio=2.0, profile="cpu", budget_s=0.05, min_sample_s=0.0, min_calls=1)
     assert res.verdict == "inconclusive"
-    assert res.trials == min_trials_for(0.99)  # the budget stops it as soon as an interval exists
+    # the budget stops it soon after an interval exists (at most 3 budgets in all)
+    assert min_trials_for(0.95) <= res.trials <= 25
     assert res.ci_low < 2.0 <= res.ci_high
     with pytest.raises(SpeedInconclusive) as info:
         assert_speedup(sleeper(0.004), jittery, inputs, check="graph_vs_eager",
@@ -188,7 +189,7 @@ def test_fast_functions_are_called_several_times_per_trial():
     res = measure_speedup(lambda x: x + 1, lambda x: x + 1, inputs, check="graph_vs_eager",
                           min_ratio=0.5, profile="cpu", budget_s=1, min_sample_s=0.001)
     assert 1 < res.calls_per_trial <= 1000
-    assert res.trials >= 8
+    assert res.trials >= 6
 
 
 def test_make_inputs_must_return_a_tuple():
