@@ -56,7 +56,7 @@ def run_check(bench, setup, budget_s: float) -> tuple[str, float | None, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20, help="runs per check (default 20)")
-    parser.add_argument("--budget", type=float, default=10.0, help="budget_s of each check (default 10)")
+    parser.add_argument("--budget", type=float, default=20.0, help="budget_s of each check (default 20, as learners get)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="only these benchmark pairs")
     parser.add_argument("--no-load", action="store_true", help="don't start the busy-loop process")
     parser.add_argument("--out", help="also write the counts as JSON to this file")
