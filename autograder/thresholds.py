@@ -184,3 +184,16 @@ def min_ratio_for(check: str, profile_name: str) -> float | None:
             f"{', '.join(row)} (add the profile to its row in autograder/thresholds.py)"
         )
     return row[profile_name]
+
+
+# Why a check is not timed on a profile, for the learner's "skipped" message.
+# Keyed by check; used wherever that check's row has None.
+UNTIMED_REASONS: dict[str, str] = {
+    "mixed_precision_step": "most CPUs have no fast 16-bit matrix units, so mixed precision is "
+    "graded on correctness here and on speed on a GPU",
+}
+
+
+def untimed_reason(check: str) -> str:
+    """One clause saying why ``check`` is not timed on some profiles."""
+    return UNTIMED_REASONS.get(check, f"the thresholds table has no speed requirement for {check!r} here")

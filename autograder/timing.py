@@ -367,11 +367,12 @@ def measure_speedup(
             problem = compare_outputs(out_b, out_c, rtol=rtol, atol=atol)
             if problem:
                 return mismatch_result(problem, f"check {i + 1} of {verify_trials}", 0)
+        from autograder.thresholds import untimed_reason
+
         return result(
             "skipped",
-            f"{label}: speed not graded on profile {profile_name} (the thresholds table has no "
-            f"requirement for {check!r} there); output matches {baseline_label} on "
-            f"{max(warmup, 1) + verify_trials} fresh inputs",
+            f"{label}: speed not graded on profile {profile_name} ({untimed_reason(check)}); "
+            f"output matches {baseline_label} on {max(warmup, 1) + verify_trials} fresh inputs",
         )
 
     # Each side's sample is the fastest of `reps` calls: at least min_calls,

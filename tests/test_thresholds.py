@@ -35,6 +35,14 @@ def test_every_row_says_where_its_numbers_came_from():
             assert "not measured here" in block.lower(), f"{name}: GPU values need their provenance"
 
 
+def test_untimed_reasons_belong_to_rows_with_an_untimed_profile():
+    for check in thresholds.UNTIMED_REASONS:
+        assert None in THRESHOLDS[check].values(), check
+    assert thresholds.untimed_reason("graph_vs_eager") == (
+        "the thresholds table has no speed requirement for 'graph_vs_eager' here"
+    )
+
+
 def test_every_benchmark_pair_has_a_row():
     assert {b.check for b in BENCHMARKS.values()} <= set(THRESHOLDS)
 
