@@ -278,7 +278,8 @@ ORIGIN_PROBES: tuple[OriginProbe, ...] = (
                 "opt.apply_gradients(zip(grads, layer.trainable_variables))",
                 ("VarHandleOp", "AssignAddVariableOp", "AssignSubVariableOp"),
                 setup=_GRADS + "\nopt = keras.optimizers.Adam(0.1)"),
-    OriginProbe("calling a tf.function (op name: __inference_<function name>_<n>)", "f(tf.constant(1.0))", ("__inference_f_*",),
+    OriginProbe("calling a tf.function (op name: __inference_<function name>_<n>)",
+                "f(tf.constant(1.0))", ("__inference_f_*",),
                 setup="@tf.function(autograph=False)\ndef f(x):\n    return x + 1.0"),
 )
 
