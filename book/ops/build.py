@@ -104,14 +104,25 @@ def _digest(parts: list[str | bytes]) -> str:
 
 
 def _first_errors(output: str, limit: int = 3) -> str:
-    """The first compiler errors, shortened to what a person needs."""
+    """The first compiler errors, shortened to what a person needs.
+
+    When the first error sits inside a TensorFlow header (a macro such as
+    OP_REQUIRES_OK expanded after a missing ``;``), the compiler's last
+    context line from the person's own file comes first, so the message
+    still says where to look."""
+    raw = [line.strip() for line in output.splitlines()]
+    errors = [i for i, line in enumerate(raw) if re.search(r"\berror\b", line)]
+    if not errors:
+        return raw[-1] if raw else "no output"
+    chosen = [raw[i] for i in errors[:limit]]
+    first = errors[0]
+    if "/include/" in raw[first]:
+        context = [line for line in raw[:first]
+                   if re.match(r"[^\s:]+:(\d+:\d+:| In )", line) and "/include/" not in line]
+        if context:
+            chosen = [context[-1], *chosen[: limit - 1]]
     # Paths of generated files say nothing to a reader; keep the file's name.
-    lines = [re.sub(r"(?<![\w.])/\S*/", "", line.strip())
-             for line in output.splitlines() if re.search(r"\berror\b", line)]
-    if lines:
-        return " | ".join(lines[:limit])
-    rest = output.strip().splitlines()
-    return rest[-1] if rest else "no output"
+    return " | ".join(re.sub(r"(?<![\w.])/\S*/", "", line) for line in chosen)
 
 
 def _run(cmd: list[str], what: str) -> None:
