@@ -163,17 +163,19 @@ def prepare(submission: Path, source: Path) -> Prepared:
         missing = [a for a in answers if a not in present]
         if missing:
             prepared.missing_answers[test_id] = missing[0]
-    for cell in merged.cells:
+    for number, cell in enumerate(merged.cells, start=1):
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
+            meta = nbtools.nbgrader_meta(cell)
+            # How feedback names the cell: its place in the notebook, and its grade_id if it has one.
+            label = f"cell {number}" + (f" ({meta['grade_id']})" if meta.get("grade_id") else "")
             if nbtools.is_test_cell(cell):
-                meta = nbtools.nbgrader_meta(cell)
                 prepared.tests[meta["grade_id"]] = cell.source
                 prepared.cells.append({"kind": "test", "grade_id": meta["grade_id"],
-                                       "points": float(meta.get("points", 0))})
+                                       "points": float(meta.get("points", 0)), "label": label})
             else:
-                prepared.cells.append({"kind": "code", "source": cell.source})
+                prepared.cells.append({"kind": "code", "source": cell.source, "label": label})
     prepared.include_tf = any("tensorflow" in c.source for c in source_nb.cells if c.cell_type == "code")
     merged.cells = [c for c in merged.cells if not nbtools.is_test_cell(c)]
     prepared.notebook = merged
@@ -634,17 +636,49 @@ def _output_size(msg: dict) -> int:
 
 
 def _make_client_class():
-    from nbclient import NotebookClient
+    import asyncio
 
-    class CappedClient(NotebookClient):
-        """nbclient that drops a cell's output beyond ``output_cap`` bytes and remembers it did."""
+    from jupyter_core.utils import ensure_async, run_sync
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError
+
+    class LimitedClient(NotebookClient):
+        """nbclient that caps a cell's output and interrupts a cell out of time.
+
+        Output beyond ``output_cap`` bytes is dropped (and the cell noted in
+        ``overflowed``).  A cell over its time is interrupted and its reply
+        awaited as usual, so the kernel's message streams stay in step and
+        later cells run normally (the cell is noted in ``timed_out``); only a
+        kernel that ignores the interrupt for ``interrupt_grace_s`` raises
+        ``CellTimeoutError``."""
 
         output_cap = 1 << 20
+        interrupt_grace_s = 10.0
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.output_used: dict[int, int] = {}
             self.overflowed: set[int] = set()
+            self.timed_out: set[int] = set()
+            self._current = -1
+            self._interrupted_at: float | None = None
+
+        async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+            self._current, self._interrupted_at = cell_index, None
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+
+        execute_cell = run_sync(async_execute_cell)
+
+        async def _async_handle_timeout(self, timeout, cell=None):
+            now = time.monotonic()
+            if self._interrupted_at is None:
+                self._interrupted_at = now
+                self.timed_out.add(self._current)
+                await ensure_async(self.km.interrupt_kernel())
+            elif now - self._interrupted_at > self.interrupt_grace_s:
+                raise CellTimeoutError.error_from_timeout_and_cell("Cell execution timed out", timeout, cell)
+            await asyncio.sleep(0.1)
+            return None
 
         def output(self, outs, msg, display_id, cell_index):
             if msg.get("msg_type") != "error":
@@ -655,7 +689,7 @@ def _make_client_class():
                     return None
             return super().output(outs, msg, display_id, cell_index)
 
-    return CappedClient
+    return LimitedClient
 
 
 class _Worker:
@@ -689,8 +723,6 @@ class _Worker:
         return getattr(provisioner, "pid", None) or getattr(getattr(provisioner, "process", None), "pid", None)
 
     def run_cell(self, source: str, *, timeout: float | None = None, store_history: bool = True):
-        from nbclient.exceptions import CellTimeoutError  # noqa: F401 (raised to the caller)
-
         cell = nbformat.v4.new_code_cell(source)
         self.nb.cells.append(cell)
         index = len(self.nb.cells) - 1
@@ -736,15 +768,17 @@ class _Worker:
 
         self.sandbox = self.setup()
         client_class = _make_client_class()
+        # History in memory: IPython's history.sqlite would put test cells on the sandbox's disk.
         self.client = client_class(self.nb, timeout=self.limits.cell_timeout_s, kernel_name=KERNEL_NAME,
                                    allow_errors=True, shutdown_kernel="immediate",
+                                   extra_arguments=["--HistoryManager.hist_file=:memory:"],
                                    resources={"metadata": {"path": str(self.workdir)}})
         self.client.output_cap = self.limits.output_kb * 1024
         env = clean_env(self.workdir)
         note = ""
         pending = ""  # a limit an earlier cell hit: the next test reports it
         tampered: list[str] = []
-        cell_number = 0
+        label = "the first cell"
         self.watchdog = _Watchdog(self.kernel_pid, self.limits, self.job.get("memory_cgroup", ""),
                                   self.job.get("pids_cgroup", ""))
         try:
@@ -760,68 +794,58 @@ class _Worker:
                     raise RuntimeError("the grader's bootstrap cell failed: " + _error_text(boot))
                 self.profile = json.loads(ready[0][len(self.token + "ready"):] or "null")
                 for spec in self.job["cells"]:
-                    cell_number += 1
+                    label = spec["label"]
                     if spec["kind"] == "code":
-                        pending = self.run_learner_cell(spec["source"], cell_number) or pending
+                        pending = self.run_learner_cell(spec["source"], label) or pending
                         continue
                     source = self.test_source(spec["grade_id"])
                     names = integrity.global_names(source)
                     if not tampered:
                         tampered = self.check_integrity(names)
-                    cell, index, stopped = self.run_limited(source, cell_number)
+                    cell, index, stopped = self.run_limited(source, label)
                     if not tampered:
                         tampered = self.check_integrity(names)
                     self.send({"part": asdict(self.score(spec, cell, index, pending or stopped, tampered))})
                     pending = ""
         except CellTimeoutError:
-            note = (f"cell {cell_number} ran longer than {self.limits.cell_timeout_s:g} s, did not stop when "
+            note = (f"{label} ran longer than {self.limits.cell_timeout_s:g} s, did not stop when "
                     "interrupted, and was killed; later cells did not run")
         except DeadKernelError:
-            note = self.death_reason(cell_number)
+            note = self.death_reason(label)
         finally:
             self.watchdog.stopped.set()
         self.send({"done": {"note": note, "sandbox": self.sandbox, "profile": self.profile}})
 
-    def death_reason(self, cell_number: int) -> str:
+    def death_reason(self, label: str) -> str:
         if self.watchdog is not None and self.watchdog.reason:
             what = self.watchdog.reason
         elif self.watchdog is not None and self.watchdog.memory_limit_hit():
             what = f"the notebook used more than {self.limits.memory_mb} MB of memory and was stopped"
         else:
             what = "the kernel died (a crash, sys.exit/os._exit or running out of memory)"
-        return f"{what} in cell {cell_number}; later cells did not run"
+        return f"{what} in {label}; later cells did not run"
 
-    def run_limited(self, source: str, number: int):
-        """Run a cell; on timeout interrupt the kernel and return the limit's message."""
-        from jupyter_core.utils import run_sync
-        from nbclient.exceptions import CellTimeoutError
+    def run_limited(self, source: str, label: str):
+        """Run a cell; return it, its index and the message of a time limit it broke."""
+        cell, index = self.run_cell(source)
+        if index in self.client.timed_out:
+            return cell, index, (f"{label} ran longer than {self.limits.cell_timeout_s:g} s and was "
+                                 "stopped (an infinite loop?); make it finish faster")
+        return cell, index, ""
 
-        try:
-            cell, index = self.run_cell(source)
-            return cell, index, ""
-        except CellTimeoutError:
-            run_sync(self.client.km.interrupt_kernel)()
-            # A kernel that ignores the interrupt raises CellTimeoutError again here.
-            self.run_cell("pass", timeout=10, store_history=False)
-            cell = self.nb.cells[-2]
-            cell.outputs = [nbformat.v4.new_output("error", ename="TimeoutError", evalue="", traceback=[])]
-            return cell, len(self.nb.cells) - 2, (
-                f"cell {number} ran longer than {self.limits.cell_timeout_s:g} s and was stopped "
-                "(an infinite loop?); make it finish faster")
-
-    def run_learner_cell(self, source: str, number: int) -> str:
+    def run_learner_cell(self, source: str, label: str) -> str:
         """Run one learner cell; return a limit message for the next test, if one was hit."""
-        cell, index, stopped = self.run_limited(source, number)
+        cell, index, stopped = self.run_limited(source, label)
         if stopped:
             return stopped
         if index in self.client.overflowed:
-            return (f"cell {number} printed more than {self.limits.output_kb} KB of output; "
+            return (f"{label} printed more than {self.limits.output_kb} KB of output; "
                     "print less (a summary, not every value)")
         error = _error_of(cell)
         if error and error[0] == "MemoryError":
-            return f"cell {number} ran out of memory (limit {self.limits.memory_mb} MB)"
+            return f"{label} ran out of memory (limit {self.limits.memory_mb} MB)"
         if error and error[0] in ("SystemExit",):
-            return f"cell {number} called sys.exit(); remove it, a notebook must run to the end"
+            return f"{label} called sys.exit(); remove it, a notebook must run to the end"
         return ""
 
     def score(self, spec: dict, cell, index: int, pending: str, tampered: list[str]) -> TestResult:

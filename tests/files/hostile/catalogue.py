@@ -222,6 +222,9 @@ CASES = [
     Case("correct-1", answers(), FULL, {"test-double": "double works"}),
     Case("infinite-loop", answers(double=CORRECT_DOUBLE + "while True:\n    pass\n"), WORD_ONLY,
          {"test-double": "ran longer than"}),
+    Case("ignores-interrupt", answers(
+        double=CORRECT_DOUBLE + "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"),
+        ZERO, {"test-double": "did not stop when interrupted"}, note="later cells did not run"),
     Case("sys-exit", answers(word="import sys\nsys.exit(0)\n" + CORRECT_WORD), DOUBLE_ONLY,
          {"test-word": "sys.exit"}),
     Case("os-exit", answers(double="import os\nos._exit(3)\n"), ZERO,
@@ -257,7 +260,8 @@ CASES = [
         ZERO, {"test-double": "integrity: IPython's exception handling was changed"}),
     Case("emptied-test-cells", answers(
         double="def double(x):\n    return 0\nget_ipython().input_transformers_cleanup.append(lambda lines: [])\n"),
-        ZERO, {"test-double": "integrity: IPython's input_transformers_cleanup were changed"}),
+        # The transformer empties the grader's own check cell too, so the check fails closed.
+        ZERO, {"test-double": "integrity: the grader's integrity check did not answer"}),
     Case("leak-hidden-test-source", answers(double=LEAK_TEST_SOURCE), WORD_ONLY,
          {"test-double": "hidden tests and was removed"}),
     Case("deleted-test-cells", _without_tests, FULL, {"test-double": "double works"}),
