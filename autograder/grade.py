@@ -130,19 +130,27 @@ class Progress:
         print(self.line(), end=end, file=self.stream, flush=True)
 
 
-def grade_one(sub: Submission, assignment: Assignment, out: Path, *, limits: sandbox.Limits,
-              hidden_dirs: list[Path], isolate: bool, profile: dict | None) -> Results:
-    """Grade one submission and write its results and feedback (atomically)."""
+def grade_one(sub: Submission, assignment: Assignment, *, limits: sandbox.Limits,
+              hidden_dirs: list[Path], isolate: bool) -> Results:
+    """Grade one submission (each kernel reports the hardware profile its checks used)."""
     if sub.notebook is None:
-        results = Results(notebook=sub.folder.name, profile=profile, output=sub.problem)
+        results = Results(notebook=sub.folder.name, output=sub.problem)
         results.tests = [sandbox.TestResult(p, 0.0, 0.0, sub.problem, "visible", "missing") for p in assignment.parts]
         source_parts = {p.grade_id: p.points for p in nbtools.graded_parts(nbtools.load(assignment.source))}
         for test in results.tests:
             test.max_score = source_parts.get(test.name, 0.0)
     else:
-        results = sandbox.run_submission(sub.notebook, assignment.source, limits=limits,
-                                         data_files=assignment.data_files, hidden_dirs=hidden_dirs,
-                                         isolate=isolate, profile=profile)
+        try:
+            results = sandbox.run_submission(sub.notebook, assignment.source, limits=limits,
+                                             data_files=assignment.data_files, hidden_dirs=hidden_dirs,
+                                             isolate=isolate)
+        except Exception as exc:  # the grader's own failure must not stop the batch
+            message = (f"the grader failed on this submission ({exc.__class__.__name__}: {exc}); "
+                       "regrade it with --force")
+            parts = nbtools.graded_parts(nbtools.load(assignment.source))
+            results = Results(notebook=sub.notebook.name, output=message,
+                              tests=[sandbox.TestResult(p.grade_id, 0.0, p.points, message, "visible", "error")
+                                     for p in parts])
     results = feedback.redact_hidden(results, assignment.hidden_lines)
     return results
 
@@ -173,60 +181,50 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
     assignments = {name: load_assignment(source_root, name) for name in sorted({s.assignment for s in subs})}
     workers = max(1, workers or os.cpu_count() or 1)
     hidden = sorted({source_root, (ROOT / "solutions").resolve(), submissions, out})
-    rows: dict[tuple[str, str], export.Row] = {}
-    todo = []
-    for sub in subs:
-        existing = None if force else read_results(_paths(out, sub)[0])
-        if existing is not None:
-            rows[(sub.student, sub.assignment)] = export.Row(sub.student, sub.assignment, existing,
-                                                             export.read_timestamp(sub.folder))
-        else:
-            todo.append(sub)
+    todo = [sub for sub in subs if force or read_results(_paths(out, sub)[0]) is None]
     out.mkdir(parents=True, exist_ok=True)
-    # Each kernel reports the hardware profile its checks used (results.profile).
-    profile = None
     progress = Progress(len(todo), len(subs) - len(todo), progress_stream)
     progress.show()
     stopping = threading.Event()
 
-    def task(sub: Submission) -> Results | None:
-        results = grade_one(sub, assignments[sub.assignment], out, limits=limits, hidden_dirs=hidden,
-                            isolate=isolate, profile=profile)
+    def task(sub: Submission) -> None:
+        results = grade_one(sub, assignments[sub.assignment], limits=limits, hidden_dirs=hidden,
+                            isolate=isolate)
         if stopping.is_set():
-            return None  # killed by Ctrl-C: not a real grade, grade it again next time
+            return  # killed by Ctrl-C: not a real grade, grade it again next time
         _write(out, sub, results)
         progress.update(bool(results.output))
-        return results
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grade")
-    futures = {pool.submit(task, sub): sub for sub in todo}
     try:
-        pending = set(futures)
+        pending = {pool.submit(task, sub) for sub in todo}
         while pending:
             finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for future in finished:
-                results = future.result()
-                sub = futures[future]
-                if results is not None:
-                    rows[(sub.student, sub.assignment)] = export.Row(sub.student, sub.assignment, results,
-                                                                     export.read_timestamp(sub.folder))
+                future.result()
     except BaseException:
         stopping.set()
         pool.shutdown(wait=False, cancel_futures=True)
         sandbox.stop_all()
         pool.shutdown(wait=True)
-        _write_csv(out, rows, assignments)
+        _write_csv(out, subs, assignments)
         raise
     pool.shutdown(wait=True)
-    _write_csv(out, rows, assignments)
-    return sorted(rows.values(), key=lambda r: (r.assignment, r.student))
+    return _write_csv(out, subs, assignments)
 
 
-def _write_csv(out: Path, rows: dict, assignments: dict[str, Assignment]) -> None:
+def _write_csv(out: Path, subs: list[Submission], assignments: dict[str, Assignment]) -> list[export.Row]:
+    """grades.csv from the results on disk (the record that survives an interruption)."""
+    rows = []
+    for sub in subs:
+        results = read_results(_paths(out, sub)[0])
+        if results is not None:
+            rows.append(export.Row(sub.student, sub.assignment, results, export.read_timestamp(sub.folder)))
     columns: list[str] = []
     for name in sorted(assignments):
         columns += [p for p in assignments[name].parts if p not in columns]
-    export.write_grades_csv(out / "grades.csv", list(rows.values()), columns)
+    export.write_grades_csv(out / "grades.csv", rows, columns)
+    return sorted(rows, key=lambda r: (r.assignment, r.student))
 
 
 def _run(args: argparse.Namespace) -> int:
