@@ -328,6 +328,155 @@ def _setup_device_matmul() -> Pair:
     return on("/CPU:0"), on(device), inputs
 
 
+# --- exercise 4: XLA on a functional training step -----------------------------
+
+
+def _ex4_step(params, x, y):
+    """Exercise 4's training step: an MLP with add/mul/max activations,
+    forward + backward + SGD update, returning the loss and new parameters."""
+    import tensorflow as tf
+
+    def act(h):
+        return tf.maximum(h, 0.1 * h) * (1.0 + 0.01 * h * h) - 0.05 * h
+
+    w_in, b_in, scales, w_out = params
+    with tf.GradientTape() as tape:
+        tape.watch(params)
+        h = act(tf.matmul(x, w_in) + b_in)
+        for i in range(3):
+            h = act(h * scales[i] + 0.1)
+        loss = tf.reduce_mean(tf.square(tf.matmul(h, w_out) - y))
+    grads = tape.gradient(loss, params)
+    return loss, [p - 0.01 * g for p, g in zip(params, grads)]
+
+
+def _ex4_inputs() -> tuple:
+    import tensorflow as tf
+
+    params = [tf.random.normal([8, 256], stddev=0.3), tf.zeros([256]),
+              tf.random.uniform([3, 256], 0.5, 1.0), tf.random.normal([256, 1], stddev=0.1)]
+    return (params, tf.random.normal([1024, 8]), tf.random.normal([1024, 1]))
+
+
+def _setup_xla_train_step() -> Pair:
+    import tensorflow as tf
+
+    return tf.function(_ex4_step), tf.function(_ex4_step, jit_compile=True), _ex4_inputs
+
+
+def _slow_xla_train_step() -> Pair:
+    """The mistake: ``jit_compile`` forgotten."""
+    import tensorflow as tf
+
+    return tf.function(_ex4_step), tf.function(_ex4_step), _ex4_inputs
+
+
+# --- exercise 5: a latency-bound source, and a vectorised map -------------------
+
+_EX5_READ_S = 0.008  # exercise 5's simulated storage latency per record
+
+
+def _ex5_read_record(record_id):
+    import numpy as np
+    import tensorflow as tf
+
+    def read(i):
+        time.sleep(_EX5_READ_S)
+        return np.sin(np.arange(16, dtype=np.float32) * 0.37 + np.float32(i % 10_007))
+
+    record = tf.numpy_function(read, [record_id], tf.float32)
+    record.set_shape([16])
+    return record
+
+
+def _ex5_ids() -> tuple:
+    import numpy as np
+
+    return (np.random.default_rng().integers(0, 1_000_000, size=64),)
+
+
+def _ex5_naive(ids):
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    options.experimental_optimization.map_parallelization = False
+    ds = tf.data.Dataset.from_tensor_slices(ids).map(_ex5_read_record).map(lambda r: tf.tanh(r) * 2.0)
+    return [b.numpy() for b in ds.batch(16).with_options(options)]
+
+
+def _setup_tfdata_latency_pipeline() -> Pair:
+    import tensorflow as tf
+
+    def fast(ids):
+        ds = tf.data.Dataset.from_tensor_slices(ids).map(_ex5_read_record, num_parallel_calls=16)
+        ds = ds.batch(16).map(lambda r: tf.tanh(r) * 2.0).prefetch(tf.data.AUTOTUNE)
+        options = tf.data.Options()
+        options.threading.private_threadpool_size = 16
+        return [b.numpy() for b in ds.with_options(options)]
+
+    return _ex5_naive, fast, _ex5_ids
+
+
+def _slow_tfdata_latency_pipeline() -> Pair:
+    """The mistake: trusting AUTOTUNE, which stops at the 2-thread pool on 2 cores."""
+    import tensorflow as tf
+
+    def autotune_only(ids):
+        ds = tf.data.Dataset.from_tensor_slices(ids).map(_ex5_read_record, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.batch(16).map(lambda r: tf.tanh(r) * 2.0).prefetch(tf.data.AUTOTUNE)
+        return [b.numpy() for b in ds]
+
+    return _ex5_naive, autotune_only, _ex5_ids
+
+
+def _ex5_featurize(x):
+    import tensorflow as tf
+
+    x = (x - tf.reduce_mean(x)) / (tf.math.reduce_std(x) + 1e-3)
+    x = tf.clip_by_value(x, -2.0, 2.0)
+    return tf.concat([x, [tf.reduce_max(x) - tf.reduce_min(x)]], axis=0)
+
+
+def _ex5_rows() -> tuple:
+    import numpy as np
+
+    return (np.random.default_rng().normal(size=(8192, 16)).astype("float32"),)
+
+
+def _ex5_per_element(data):
+    import tensorflow as tf
+
+    return [b.numpy() for b in tf.data.Dataset.from_tensor_slices(data).map(_ex5_featurize).batch(256)]
+
+
+def _setup_tfdata_vectorized_map() -> Pair:
+    import tensorflow as tf
+
+    def featurize_batch(xb):
+        mean = tf.reduce_mean(xb, axis=-1, keepdims=True)
+        std = tf.math.reduce_std(xb, axis=-1, keepdims=True)
+        x = tf.clip_by_value((xb - mean) / (std + 1e-3), -2.0, 2.0)
+        return tf.concat([x, tf.reduce_max(x, -1, keepdims=True) - tf.reduce_min(x, -1, keepdims=True)], axis=-1)
+
+    def batched(data):
+        return [b.numpy() for b in tf.data.Dataset.from_tensor_slices(data).batch(256).map(featurize_batch)]
+
+    return _ex5_per_element, batched, _ex5_rows
+
+
+def _slow_tfdata_vectorized_map() -> Pair:
+    """The mistake: ``tf.map_fn`` over the batch, which still runs the
+    per-row function once per row."""
+    import tensorflow as tf
+
+    def map_fn_batched(data):
+        ds = tf.data.Dataset.from_tensor_slices(data).batch(256).map(lambda xb: tf.map_fn(_ex5_featurize, xb))
+        return [b.numpy() for b in ds]
+
+    return _ex5_per_element, map_fn_batched, _ex5_rows
+
+
 BENCHMARKS: dict[str, Benchmark] = {
     b.name: b
     for b in (
@@ -399,6 +548,43 @@ BENCHMARKS: dict[str, Benchmark] = {
             baseline_label="float32",
             rtol=3e-2,
             atol=3e-2,
+        ),
+        Benchmark(
+            name="xla_train_step",
+            chapter="04_xla",
+            description="exercise 4's MLP training step (1024x8 inputs, width 256, forward + backward + update): "
+            "tf.function vs jit_compile=True",
+            check="xla_train_step",
+            setup=_setup_xla_train_step,
+            label="XLA step",
+            baseline_label="plain step",
+            rtol=1e-4,
+            atol=1e-5,
+            slow_setup=_slow_xla_train_step,
+        ),
+        Benchmark(
+            name="tfdata_latency_pipeline",
+            chapter="05_tf_data",
+            description="exercise 5's source: 64 records, 8 ms simulated latency each, batches of 16: "
+            "sequential pipeline (automatic optimisations off) vs 16 reads in flight + prefetch",
+            check="tfdata_latency_pipeline",
+            setup=_setup_tfdata_latency_pipeline,
+            label="16 reads in flight",
+            baseline_label="naive",
+            slow_setup=_slow_tfdata_latency_pipeline,
+        ),
+        Benchmark(
+            name="tfdata_vectorized_map",
+            chapter="05_tf_data",
+            description="exercise 5's featurize on 8192 rows of 16 floats: per-element map then batch vs "
+            "batch then a vectorised map",
+            check="tfdata_vectorized_map",
+            setup=_setup_tfdata_vectorized_map,
+            label="vectorised map",
+            baseline_label="per-element map",
+            rtol=1e-4,
+            atol=1e-5,
+            slow_setup=_slow_tfdata_vectorized_map,
         ),
     )
 }
