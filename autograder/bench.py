@@ -132,8 +132,13 @@ def run_benchmarks(
             )
         pairs[name] = entry
         report(f"{name}: {entry['message']} [{entry['verdict']}]")
+    from autograder.roofline import bench_section
+
+    peaks = bench_section(chosen, pairs)  # this machine's limits, for pairs that state their work
     meta["load_average_after"] = _load_average()
     data = {"schema": SCHEMA, "machine": meta, "budget_s": budget_s, "pairs": pairs}
+    if peaks is not None:
+        data["roofline_peaks"] = peaks
     path = out or default_output_path(meta)
     write_json_atomic(path, data)
     return path, data

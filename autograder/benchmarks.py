@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from autograder.roofline import Work
+
 Pair = tuple[Callable[..., Any], Callable[..., Any], Callable[[], tuple]]
 
 
@@ -35,6 +37,9 @@ class Benchmark:
     rtol: float = 1e-5
     atol: float = 1e-6
     slow_setup: Callable[[], Pair] | None = None
+    # What one candidate call must compute and move (for the same profile as
+    # setup()), so the roofline can say how far it is from the machine's limit.
+    work: Callable[[], Work] | None = None
 
 
 # --- graph vs eager -----------------------------------------------------------
@@ -54,6 +59,12 @@ def _small_op_inputs() -> tuple:
     import tensorflow as tf
 
     return (tf.random.normal([8, 16]), tf.random.normal([16, 16], stddev=0.3))
+
+
+def _work_graph_vs_eager() -> Work:
+    per_step = 2 * 8 * 16 * 16 + 3 * 8 * 16  # matmul, then tanh, multiply, add
+    return Work(flops=20 * per_step, bytes=(8 * 16 + 16 * 16 + 8 * 16) * 4,
+                note="20 x (8x16 @ 16x16 matmul + 3 elementwise ops); x and w read once, x written once")
 
 
 def _setup_graph_vs_eager() -> Pair:
@@ -99,6 +110,12 @@ def _chain_inputs() -> tuple:
     import tensorflow as tf
 
     return (tf.random.normal([512, 1024]),)
+
+
+def _work_xla_fused_chain() -> Work:
+    n = 512 * 1024
+    return Work(flops=6 * 7 * n, bytes=2 * n * 4,
+                note="7 elementwise flops x 6 rounds per element; fused, the tensor is read once and written once")
 
 
 def _setup_xla_fused_chain() -> Pair:
@@ -208,6 +225,12 @@ def _collect(ds) -> Any:
     return np.concatenate([b.numpy() for b in ds])
 
 
+def _work_tfdata_batch_before_map() -> Work:
+    n = 4096 * 16
+    return Work(flops=4 * n, bytes=2 * n * 4,
+                note="multiply, add, tanh, multiply per value; every value read once and written once")
+
+
 def _setup_tfdata_batch_before_map() -> Pair:
     import tensorflow as tf
 
@@ -239,6 +262,28 @@ def _slow_tfdata_batch_before_map() -> Pair:
 # --- mixed precision training step --------------------------------------------
 
 
+def _mixed_precision_sizes() -> tuple[int, int]:
+    from autograder.hardware import current_profile
+
+    # A GPU needs big matmuls before Tensor Cores pay off; a CPU needs small
+    # ones to stay within a chapter's time budget.
+    return (2048, 4096) if current_profile().has_gpu else (256, 1024)
+
+
+def _work_mixed_precision_step() -> Work:
+    from autograder.hardware import current_profile
+
+    batch, width = _mixed_precision_sizes()
+    weights = 512 * width + width * width + width * 10
+    # forward + weight gradients over every layer; input gradients for layers
+    # 2 and 3 only (the input batch is not differentiated)
+    flops = 2 * batch * weights * 2 + 2 * batch * (width * width + width * 10)
+    return Work(flops=flops, bytes=(weights + batch * 512) * 4,
+                dtype="float16" if current_profile().has_gpu else "bfloat16",
+                note="matmul flops of forward and backward (elementwise ops not counted); "
+                "float32 weights and inputs read once")
+
+
 def _setup_mixed_precision_step() -> Pair:
     """Forward and backward pass of an MLP in float32 vs a mixed policy
     (mixed_float16 on GPUs, mixed_bfloat16 on CPUs, where float16 matmuls are
@@ -250,9 +295,7 @@ def _setup_mixed_precision_step() -> Pair:
 
     mixed = "mixed_float16" if current_profile().has_gpu else "mixed_bfloat16"
 
-    # A GPU needs big matmuls before Tensor Cores pay off; a CPU needs small
-    # ones to stay within a chapter's time budget.
-    batch, width = (2048, 4096) if current_profile().has_gpu else (256, 1024)
+    batch, width = _mixed_precision_sizes()
 
     def build(policy: str) -> keras.Model:
         inputs = keras.Input((512,))
@@ -295,6 +338,18 @@ def _matmul_chain(w, x):
     return x
 
 
+def _device_matmul_n() -> int:
+    from autograder.hardware import current_profile
+
+    return 1024 if current_profile().has_gpu else 512
+
+
+def _work_device_matmul() -> Work:
+    n = _device_matmul_n()
+    return Work(flops=10 * (2 * n * n * 64 + n * 64), bytes=(n * n + 2 * n * 64) * 4,
+                note="10 x ((n x n) @ (n x 64) matmul + tanh); weights and input read once, output written once")
+
+
 def _setup_device_matmul() -> Pair:
     """The same chain on /CPU:0 and on the exercise device (/GPU:0, or /CPU:1
     of two logical CPUs, which shares /CPU:0's cores and memory).  The weight
@@ -305,7 +360,7 @@ def _setup_device_matmul() -> Pair:
     from autograder.hardware import current_profile
 
     device = current_profile().device()
-    n = 1024 if current_profile().has_gpu else 512
+    n = _device_matmul_n()
     weights = tf.random.normal([n, n], stddev=n**-0.5)
 
     def on(where):
@@ -486,6 +541,7 @@ BENCHMARKS: dict[str, Benchmark] = {
             description="40 small ops on an 8x16 tensor: eager Python vs one tf.function",
             check="graph_vs_eager",
             setup=_setup_graph_vs_eager,
+            work=_work_graph_vs_eager,
             label="tf.function",
             baseline_label="eager",
             rtol=1e-4,
@@ -498,6 +554,7 @@ BENCHMARKS: dict[str, Benchmark] = {
             description="24 elementwise ops on 512x1024 floats: tf.function vs jit_compile=True",
             check="xla_fused_chain",
             setup=_setup_xla_fused_chain,
+            work=_work_xla_fused_chain,
             label="XLA",
             baseline_label="plain",
             rtol=1e-4,
@@ -521,6 +578,7 @@ BENCHMARKS: dict[str, Benchmark] = {
             description="4096 rows of 16 floats through a vectorizable map: map then batch vs batch then map",
             check="tfdata_batch_before_map",
             setup=_setup_tfdata_batch_before_map,
+            work=_work_tfdata_batch_before_map,
             label="batch then map",
             baseline_label="map then batch",
             slow_setup=_slow_tfdata_batch_before_map,
@@ -532,6 +590,7 @@ BENCHMARKS: dict[str, Benchmark] = {
             "/CPU:0 vs the exercise device (/GPU:0, or /CPU:1 without a GPU)",
             check="device_matmul",
             setup=_setup_device_matmul,
+            work=_work_device_matmul,
             label="exercise device",
             baseline_label="/CPU:0",
             rtol=1e-3,
@@ -544,6 +603,7 @@ BENCHMARKS: dict[str, Benchmark] = {
             "float32 vs mixed policy",
             check="mixed_precision_step",
             setup=_setup_mixed_precision_step,
+            work=_work_mixed_precision_step,
             label="mixed precision step",
             baseline_label="float32",
             rtol=3e-2,

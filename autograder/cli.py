@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "autograder.check",
     "autograder.placement_cli",
     "autograder.bench",
+    "autograder.roofline",
     "autograder.grade",
     "autograder.gradescope",
 )
