@@ -533,6 +533,38 @@ def _slow_tfdata_vectorized_map() -> Pair:
     return _ex5_per_element, map_fn_batched, _ex5_rows
 
 
+# --- a Keras model's inference: eager vs one signature-traced graph -----------
+
+
+def _keras_classifier():
+    """Exercise 8's model: 6 features -> 16 relu -> 3 logits."""
+    import keras
+
+    inputs = keras.Input((6,), name="features")
+    hidden = keras.layers.Dense(16, activation="relu")(inputs)
+    return keras.Model(inputs, keras.layers.Dense(3)(hidden))
+
+
+def _one_row() -> tuple:
+    import tensorflow as tf
+
+    return (tf.random.normal([1, 6]),)
+
+
+def _setup_keras_inference_graph_vs_eager() -> Pair:
+    import tensorflow as tf
+
+    model = _keras_classifier()
+    fast = tf.function(model, input_signature=[tf.TensorSpec([None, 6], tf.float32)])
+    return (lambda x: model(x)), fast, _one_row
+
+
+def _slow_keras_inference_graph_vs_eager() -> Pair:
+    """The mistake: the "fast" function is the model itself, still eager."""
+    model = _keras_classifier()
+    return (lambda x: model(x)), (lambda x: model(x)), _one_row
+
+
 BENCHMARKS: dict[str, Benchmark] = {
     b.name: b
     for b in (
@@ -646,6 +678,19 @@ BENCHMARKS: dict[str, Benchmark] = {
             rtol=1e-4,
             atol=1e-5,
             slow_setup=_slow_tfdata_vectorized_map,
+        ),
+        Benchmark(
+            name="keras_inference_graph_vs_eager",
+            chapter="08_deployment",
+            description="exercise 8's 6-16-3 Keras classifier on one row: eager model(x) vs "
+            "tf.function(model) with a (None, 6) float32 input_signature",
+            check="keras_inference_graph_vs_eager",
+            setup=_setup_keras_inference_graph_vs_eager,
+            label="signature-traced graph",
+            baseline_label="eager model(x)",
+            rtol=1e-4,
+            atol=1e-5,
+            slow_setup=_slow_keras_inference_graph_vs_eager,
         ),
     )
 }
