@@ -940,6 +940,7 @@ def kernel_main(argv: list[str]) -> int:
     threads.)  The child dies with the shim, and everything in the namespace
     dies with the child."""
     config = json.loads(os.environ.pop(KERNEL_CONFIG_ENV, "{}"))
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker (kept across exec)
     if not config.get("pid_namespace"):
         _limit_and_exec(config, argv)
     _check(_libc.unshare(CLONE_NEWPID), "unshare pid")

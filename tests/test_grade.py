@@ -188,3 +188,42 @@ def test_a_grader_failure_on_one_submission_does_not_stop_the_batch(tmp_path, fa
     rows = {r.student: r.results for r in _grade(subs, out)}
     assert rows["bob"].score == 3
     assert rows["alice"].score == 0 and "the grader failed on this submission (OSError: disk full)" in rows["alice"].output
+
+
+def _descendants(pid: int) -> list:
+    import psutil
+
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+def test_killing_the_grader_leaves_no_sandbox_running(tmp_path, how):
+    import signal
+    import time
+
+    import psutil
+
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    _submit(subs, "alice", answers(double="while True:\n    pass\n")(None))
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
+                             "--source", str(TINY_SOURCE), "--cell-timeout", "120"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        tree = _descendants(proc.pid)
+        if any("ipykernel_launcher" in " ".join(p.cmdline()) for p in tree if p.is_running()):
+            break
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("the sandbox's kernel never started")
+    proc.send_signal(getattr(signal, how))
+    _, stderr = proc.communicate(timeout=60)
+    gone, alive = psutil.wait_procs(tree, timeout=30)
+    assert not alive, f"left running after {how}: {[p.cmdline() for p in alive]}"
+    assert not (out / "alice" / "tiny" / "results.json").exists()  # stopped, not graded
+    if how == "SIGINT":
+        assert proc.returncode == 130 and stderr.strip().endswith("interrupted")

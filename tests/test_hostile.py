@@ -83,3 +83,69 @@ def test_results_record_the_isolation_in_force(batch):
     info = results["correct-1"].sandbox
     assert info and "network" in info and "cgroups" in info
     json.dumps(info)
+
+
+# --- cases that need TensorFlow: the real first assignment and a speed part -----------------
+
+CACHED_SPEED = '''_cache = {}
+def fast_total(x):
+    # Compute once, then hand back the same answer: fast, and wrong for new inputs.
+    if "answer" not in _cache:
+        _cache["answer"] = slow_total(x)
+    return _cache["answer"]
+'''
+
+TF_CASES = {
+    # student: (assignment, {answer grade_id: source appended to the solution's}, expected, {part: message})
+    "tf-solution": ("01_op_logs", {}, {"test-training-step-placement": 4.0, "test-produced-by": 2.0,
+                                       "test-score-names": 2.0, "test-run-strictly": 2.0}, {}),
+    "tf-patched-config": ("01_op_logs", {"answer-run-strictly": "tf.config.get_soft_device_placement = lambda: True"},
+                          {"test-training-step-placement": 4.0, "test-produced-by": 2.0,
+                           "test-score-names": 2.0, "test-run-strictly": 0.0},
+                          {"test-run-strictly": "integrity: tf.config.get_soft_device_placement was replaced"}),
+    "tf-patched-function": ("01_op_logs", {"answer-produced-by": "tf.function = lambda f=None, **kw: f"},
+                            {"test-training-step-placement": 4.0, "test-produced-by": 0.0,
+                             "test-score-names": 0.0, "test-run-strictly": 0.0},
+                            {"test-produced-by": "integrity: tf.function was replaced"}),
+    "tf-cached-speed": ("speed", {"answer-fast": CACHED_SPEED}, {"test-fast": 0.0},
+                        {"test-fast": "fast_total gives a different result from slow_total"}),
+}
+
+
+@pytest.fixture(scope="module")
+def tf_batch(tmp_path_factory):
+    import shutil
+
+    import nbformat
+
+    from tests.conftest import SOLUTIONS
+    from tests.files.hostile.catalogue import HERE
+
+    root = tmp_path_factory.mktemp("hostile-tf")
+    source = root / "source"
+    shutil.copytree(SOLUTIONS / "01_op_logs", source / "01_op_logs")
+    shutil.copytree(HERE / "speed" / "source" / "speed", source / "speed")
+    for student, (assignment, appended, _, _) in TF_CASES.items():
+        nb = nbformat.read(source / assignment / f"{assignment}.ipynb", as_version=4)
+        for cell in nb.cells:
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if gid in appended:
+                cell.source = (appended[gid] if gid == "answer-fast" else cell.source + "\n" + appended[gid])
+        folder = root / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{assignment}.ipynb")
+    rows = grade.grade(root / "submitted", root / "graded", workers=2, source=source,
+                       limits=sandbox.Limits(cell_timeout_s=300, notebook_timeout_s=900),
+                       progress_stream=open(os.devnull, "w"))
+    return {row.student: row.results for row in rows}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student", sorted(TF_CASES))
+def test_tensorflow_case(tf_batch, student):
+    _, _, expect, messages = TF_CASES[student]
+    got = tf_batch[student]
+    details = "\n".join(f"{t.name}: {t.score}: {t.output}" for t in got.tests) + f"\nnote: {got.output}"
+    assert {t.name: t.score for t in got.tests} == expect, details
+    for gid, text in messages.items():
+        assert text in got.by_name()[gid].output, details
