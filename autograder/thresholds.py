@@ -101,6 +101,9 @@ THRESHOLDS: dict[str, dict[str, float | None]] = {
         # Not graded on CPU: most CPUs emulate 16-bit matmuls and get slower.
         # (The build machine has AMX-BF16 and measured 2.2x with
         # mixed_bfloat16, so a learner's laptop and the build would disagree.)
+        # Chapter 3 re-measures it at each build: 2.0x (95% interval 1.9x-2.2x)
+        # on 2026-11-30, with bfloat16 512x512 matmuls 1.7x and float16 ones
+        # 0.9x; kept ungraded for the laptop reason above.
         "cpu": None,
         # Not measured here. Volta/Turing float32 matmuls run without Tensor
         # Cores, float16 ones with them (NVIDIA reports 2-4x on matmul-heavy
@@ -174,6 +177,21 @@ THRESHOLDS: dict[str, dict[str, float | None]] = {
         "gpu-cc8": 1.5,
         "gpu-cc9": 1.5,
         "gpu-cc10": 1.5,
+    },
+    # Gradients of one global batch of an MLP: MirroredStrategy on one device
+    # vs on two (chapter 10).  Reported, never graded.
+    "mirrored_two_replicas": {
+        # Not graded on CPU: two logical CPU devices share the same cores and
+        # thread pools, so a second replica adds all-reduce and copies but no
+        # compute (the chapter measures it on every build).
+        "cpu": None,
+        # Not measured here. Two GPUs can approach 2x on a compute-bound step,
+        # but the profile says nothing about how many GPUs a machine has, so
+        # the ratio can't be required per profile.
+        "gpu-cc7": None,
+        "gpu-cc8": None,
+        "gpu-cc9": None,
+        "gpu-cc10": None,
     },
 }
 
