@@ -101,6 +101,13 @@ def _callables(namespace: Any) -> dict[str, Any]:
             if not k.startswith("_") and callable(v) and not isinstance(v, types.ModuleType)}
 
 
+def _defined_in_notebook(func: Any) -> bool:
+    """True for a callable written in a notebook cell (or one that hides where it came from)."""
+    target = getattr(func, "__func__", func)
+    module = getattr(target, "__module__", None)
+    return module in (None, "__main__", "builtins") and not isinstance(target, types.BuiltinFunctionType)
+
+
 def _code_of(obj: Any) -> Any:
     return getattr(obj, "__code__", None)
 
@@ -168,8 +175,12 @@ class Snapshot:
                     found.append(f"IPython's {attr} were changed")
             events = getattr(shell, "events", None)
             callbacks = getattr(events, "callbacks", {}) if events is not None else {}
-            if {k: [id(f) for f in v] for k, v in callbacks.items()} != self.hooks["events"]:
-                found.append("IPython event callbacks were registered")
+            for event, funcs in callbacks.items():
+                known = self.hooks["events"].get(event, [])
+                # Libraries register callbacks too (matplotlib's inline backend
+                # flushes figures after each cell); only the notebook's own count.
+                if any(id(f) not in known and _defined_in_notebook(f) for f in funcs):
+                    found.append(f"an IPython {event} callback was registered by the notebook")
             if getattr(shell, "run_cell", None) != self.hooks["run_cell"]:
                 found.append("IPython's run_cell was replaced")
         return found

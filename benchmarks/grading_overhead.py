@@ -105,7 +105,8 @@ def batch_throughput(notebook: Path, source_root: Path, copies: int, workers: in
     rows = grade.grade(subs, tmp / f"batch-{workers}" / "out", workers=workers, source=source_root,
                        progress_stream=io.StringIO())
     elapsed = time.perf_counter() - start
-    assert len(rows) == copies
+    if len(rows) != copies or any(r.results.score != r.results.max_score for r in rows):
+        raise SystemExit("the batch did not grade every copy of the solution to full marks")
     return copies / elapsed * 60
 
 
@@ -137,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
                 times[name].append(run())
                 print(f"  repeat {i + 1}: {name:9} {times[name][-1]:6.1f} s", file=sys.stderr)
         _, fraction = time_sandbox(submission, source)
+        if fraction != 1:
+            raise SystemExit(f"the sandbox scored the reference solution {fraction:.0%}: the timings would not "
+                             "measure a real grading; run `python -m autograder grade` on it to see why")
         throughput = {w: batch_throughput(submission, ROOT / "solutions", args.batch, w, tmp) for w in (1, 2)}
     med = {k: statistics.median(v) for k, v in times.items()}
     figures = {

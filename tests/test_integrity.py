@@ -132,3 +132,32 @@ def test_guards_refuse_the_network_but_not_loopback(tmp_path):
     """, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "loopback ok" in proc.stdout and "refused: network access is disabled" in proc.stdout
+
+
+class _FakeEvents:
+    def __init__(self):
+        self.callbacks = {"post_run_cell": [], "pre_run_cell": []}
+
+
+class _FakeShell:
+    def __init__(self):
+        self.custom_exceptions = ()
+        self.input_transformers_cleanup, self.input_transformers_post, self.ast_transformers = [], [], []
+        self.events = _FakeEvents()
+
+    def run_cell(self, *a):
+        return None
+
+
+def test_event_callbacks_from_the_notebook_count_but_libraries_do_not():
+    import json
+
+    shell = _FakeShell()
+    snap = integrity.take_snapshot(include_tf=False, shell=shell)
+    shell.events.callbacks["post_run_cell"].append(json.dumps)  # a library function (like matplotlib's flush)
+    assert snap.problems() == []
+    notebook_code = compile("def sneaky(info):\n    pass\n", "<cell>", "exec")
+    ns = {"__name__": "__main__"}
+    exec(notebook_code, ns)
+    shell.events.callbacks["pre_run_cell"].append(ns["sneaky"])
+    assert snap.problems() == ["an IPython pre_run_cell callback was registered by the notebook"]

@@ -262,6 +262,9 @@ CASES = [
         double="def double(x):\n    return 0\nget_ipython().input_transformers_cleanup.append(lambda lines: [])\n"),
         # The transformer empties the grader's own check cell too, so the check fails closed.
         ZERO, {"test-double": "integrity: the grader's integrity check did not answer"}),
+    Case("event-callback", answers(
+        double="def double(x):\n    return 0\nget_ipython().events.register('pre_run_cell', lambda info: None)\n"),
+        ZERO, {"test-double": "integrity: an IPython pre_run_cell callback was registered by the notebook"}),
     Case("leak-hidden-test-source", answers(double=LEAK_TEST_SOURCE), WORD_ONLY,
          {"test-double": "hidden tests and was removed"}),
     Case("deleted-test-cells", _without_tests, FULL, {"test-double": "double works"}),
