@@ -239,6 +239,9 @@ def build_app(model: ServedModel):
         rest = request.path_params["rest"]
         method = request.method
         try:
+            if "/versions/" in rest or "/labels/" in rest:
+                raise RequestError(f"this server serves one version of one model at /v1/models/{model.name}; "
+                                   "/versions/ and /labels/ are not implemented", 404)
             if method == "POST" and rest.endswith(":predict"):
                 name = rest[: -len(":predict")]
                 if "/" in name:
@@ -258,6 +261,9 @@ def build_app(model: ServedModel):
                 return reply(model.metadata() if rest.endswith("/metadata") else model.status())
             if method == "GET" and "/" not in rest and ":" not in rest:
                 raise RequestError(f"Servable not found for request: Latest({rest})", 404)
+            if method == "POST" and rest.endswith((":classify", ":regress")):
+                raise RequestError("this server implements only :predict (TF Serving also has "
+                                   ":classify and :regress, for tf.Example inputs)", 404)
             return not_found(f"{method} /v1/models/{rest}")
         except RequestError as exc:
             return reply({"error": str(exc)}, exc.status)

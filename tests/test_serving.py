@@ -146,6 +146,10 @@ def test_unknown_model_and_path_are_404_with_error(server):
     assert reply.status_code == 404 and "Servable not found" in reply.json()["error"]
     assert httpx.get(f"{server.url}/v1/models/other").status_code == 404
     assert "error" in httpx.get(f"{server.url}/index.html").json()
+    reply = httpx.post(f"{server.url}/v1/models/clf/versions/1:predict", json={"instances": [[1, 2, 3, 4]]})
+    assert reply.status_code == 404 and "/versions/ and /labels/ are not implemented" in reply.json()["error"]
+    reply = httpx.post(f"{server.url}/v1/models/clf:classify", json={"examples": []})
+    assert reply.status_code == 404 and "only :predict" in reply.json()["error"]
 
 
 def test_start_refuses_a_non_savedmodel_and_stop_ends_the_process(tmp_path, exported):
