@@ -223,6 +223,8 @@ def min_ratio_for(check: str, profile_name: str) -> float | None:
 # Why a check is not timed on a profile, for the learner's "skipped" message.
 # Keyed by check; used wherever that check's row has None.
 UNTIMED_REASONS: dict[str, str] = {
+    "device_matmul": "without a GPU the exercise device is /CPU:1, a logical device on the same "
+    "cores as /CPU:0, so the two sides run at the same speed by construction",
     "mixed_precision_step": "most CPUs have no fast 16-bit matrix units, so mixed precision is "
     "graded on correctness here and on speed on a GPU",
 }
