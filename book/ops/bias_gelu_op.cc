@@ -19,6 +19,7 @@
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
+#include "unsupported/Eigen/SpecialFunctions"
 
 namespace course_ops {
 
@@ -78,15 +79,28 @@ REGISTER_OP("BiasGeluGrad")
     .SetShapeFn(BiasGeluGradShape)
     .Doc("dz = dy * gelu'(x + bias): the gradient with respect to x (and, summed, bias).");
 
-// CPU functors: split the flat buffer over TensorFlow's intra-op thread pool.
+// CPU functors: one row (the last dimension, as long as bias) at a time, as
+// Eigen array expressions so erf and exp use Eigen's vectorised versions, and
+// rows split over TensorFlow's intra-op thread pool.  (A scalar loop over
+// std::erf with an `i % channels` per element measured several times slower
+// than TensorFlow's own ops on the build machine.)
+template <typename T>
+using Row = Eigen::Array<T, Eigen::Dynamic, 1>;
+
 template <typename T>
 struct BiasGeluFunctor<CPUDevice, T> {
   const char* operator()(const CPUDevice& d, const T* x, const T* bias, T* y, int64_t n,
                          int64_t channels) {
-    // Cost per element in the units Eigen uses to decide how finely to shard.
-    const Eigen::TensorOpCost cost(2 * sizeof(T), sizeof(T), 30);
-    d.parallelFor(n, cost, [=](Eigen::Index begin, Eigen::Index end) {
-      for (Eigen::Index i = begin; i < end; ++i) y[i] = gelu(x[i] + bias[i % channels]);
+    if (n == 0) return "";
+    const T kInvSqrt2 = T(0.70710678118654752440);
+    // Cost of one row in the units Eigen uses to decide how finely to shard.
+    const Eigen::TensorOpCost row_cost(2 * sizeof(T) * channels, sizeof(T) * channels, 20 * channels);
+    d.parallelFor(n / channels, row_cost, [=](Eigen::Index begin, Eigen::Index end) {
+      const Eigen::Map<const Row<T>> b(bias, channels);
+      for (Eigen::Index r = begin; r < end; ++r) {
+        const auto z = Eigen::Map<const Row<T>>(x + r * channels, channels) + b;
+        Eigen::Map<Row<T>>(y + r * channels, channels) = T(0.5) * z * (T(1) + (z * kInvSqrt2).erf());
+      }
     });
     return "";
   }
@@ -96,10 +110,18 @@ template <typename T>
 struct BiasGeluGradFunctor<CPUDevice, T> {
   const char* operator()(const CPUDevice& d, const T* dy, const T* x, const T* bias, T* dz,
                          int64_t n, int64_t channels) {
-    const Eigen::TensorOpCost cost(3 * sizeof(T), sizeof(T), 40);
-    d.parallelFor(n, cost, [=](Eigen::Index begin, Eigen::Index end) {
-      for (Eigen::Index i = begin; i < end; ++i)
-        dz[i] = dy[i] * gelu_grad(x[i] + bias[i % channels]);
+    if (n == 0) return "";
+    const T kInvSqrt2 = T(0.70710678118654752440);
+    const T kInvSqrt2Pi = T(0.39894228040143267794);
+    const Eigen::TensorOpCost row_cost(3 * sizeof(T) * channels, sizeof(T) * channels, 30 * channels);
+    d.parallelFor(n / channels, row_cost, [=](Eigen::Index begin, Eigen::Index end) {
+      const Eigen::Map<const Row<T>> b(bias, channels);
+      for (Eigen::Index r = begin; r < end; ++r) {
+        const auto z = Eigen::Map<const Row<T>>(x + r * channels, channels) + b;
+        const auto g = T(0.5) * (T(1) + (z * kInvSqrt2).erf()) + z * kInvSqrt2Pi * (T(-0.5) * z * z).exp();
+        Eigen::Map<Row<T>>(dz + r * channels, channels) =
+            Eigen::Map<const Row<T>>(dy + r * channels, channels) * g;
+      }
     });
     return "";
   }

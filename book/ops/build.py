@@ -232,6 +232,38 @@ def build_harness(*, toolchain: Toolchain | None = None) -> Path:
     return target
 
 
+def nvcc_probe(source: Path, *, relaxed_constexpr: bool, toolchain: Toolchain | None = None) -> dict:
+    """Compile ``source`` with nvcc and TensorFlow's headers to an object file,
+    with or without ``--expt-relaxed-constexpr``; return ``{"returncode",
+    "errors", "first_error", "cached"}``.  The outcome is cached like a build
+    (a compile against TensorFlow's headers takes minutes on a busy 2-core
+    machine), so the chapter shows the result of the compile `make ops` ran."""
+    import json
+
+    toolchain = toolchain or find_toolchain()
+    if toolchain.nvcc is None:
+        raise BuildError("nvcc not found: install the CUDA toolkit (or set NVCC)")
+    key = _digest([RECIPE_VERSION, toolchain.nvcc, toolchain.tf_version, str(relaxed_constexpr),
+                   Path(source).read_bytes()])
+    record = BUILD_DIR / f"nvcc-probe-{Path(source).name}-{key}.json"
+    if record.exists():
+        return {**json.loads(record.read_text()), "cached": True}
+    compile_flags, _ = tf_flags()
+    flags = [f for f in _nvcc_flags(compile_flags) if f not in CUDA_ARCH_FLAGS and f != "-w"]
+    if not relaxed_constexpr:
+        flags.remove("--expt-relaxed-constexpr")
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=BUILD_DIR, prefix=".probe-") as tmp:
+        proc = subprocess.run([toolchain.nvcc, "-c", str(source), "-o", str(Path(tmp) / "probe.o"),
+                               "-arch=sm_80", *flags], capture_output=True, text=True)
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if re.search(r"\berror\b", line)
+              and "errors detected" not in line]
+    result = {"returncode": proc.returncode, "errors": len(errors),
+              "first_error": re.sub(r"(?<![\w.])/\S*/", "", errors[0]) if errors else ""}
+    record.write_text(json.dumps(result))
+    return {**result, "cached": False}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python book/ops/build.py",
                                      description="Build the course's custom ops (cached in book/ops/build/).")
@@ -247,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"gpu library:      {build_bias_gelu(gpu=True, toolchain=toolchain)}")
             print(f"gpu-only library: {build_bias_gelu(gpu_only=True, toolchain=toolchain)}")
+            for relaxed in (False, True):
+                probe = nvcc_probe(HERE / "guide_style_kernel.cu.cc", relaxed_constexpr=relaxed, toolchain=toolchain)
+                print(f"nvcc {'with' if relaxed else 'without'} --expt-relaxed-constexpr on guide_style_kernel.cu.cc: "
+                      f"exit {probe['returncode']}, {probe['errors']} errors")
         if args.harness or args.run:
             harness = build_harness(toolchain=toolchain)
             print(f"cuda harness:     {harness}")
