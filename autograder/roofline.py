@@ -120,7 +120,7 @@ def _best_seconds(call: Callable[[], Any], repeats: int) -> float:
 
 
 def measure_peaks(device: str | None = None, *, array_mib: float | None = None,
-                  matmul_n: int | None = None, repeats: int = 5,
+                  matmul_n: int | None = None, repeats: int = 10,
                   dtypes: Iterable[str] | None = None) -> Peaks:
     """Run the probes on ``device`` (default: /GPU:0 when TensorFlow sees a
     GPU, else /CPU:0).  Arrays default to 64 MiB on a CPU (well past its
@@ -249,6 +249,6 @@ def register(subparsers) -> None:
         "book's speedups are compared with.",
     )
     parser.add_argument("--device", help="device to probe, e.g. /CPU:0 or /GPU:0 (default: /GPU:0 if present)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed calls per probe; the fastest counts (default 5)")
+    parser.add_argument("--repeats", type=int, default=10, help="timed calls per probe; the fastest counts (default 10)")
     parser.add_argument("--json", action="store_true", help="print the probes as JSON")
     parser.set_defaults(func=_run)
