@@ -21,6 +21,7 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from autograder.errors import UsageError
@@ -119,12 +120,28 @@ def _best_seconds(call: Callable[[], Any], repeats: int) -> float:
     return best
 
 
+def _last_level_cache_mib() -> float:
+    """The CPU's largest cache in MiB from sysfs (0 when unknown)."""
+    sizes = []
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = path.read_text().strip().upper()
+        scale = {"K": 1 / 1024, "M": 1.0, "G": 1024.0}.get(text[-1:], None)
+        try:
+            sizes.append(float(text[:-1]) * scale if scale else float(text) / 2**20)
+        except ValueError:
+            continue
+    return max(sizes, default=0.0)
+
+
 def measure_peaks(device: str | None = None, *, array_mib: float | None = None,
-                  matmul_n: int | None = None, repeats: int = 10,
+                  matmul_n: int | None = None, repeats: int = 20,
                   dtypes: Iterable[str] | None = None) -> Peaks:
     """Run the probes on ``device`` (default: /GPU:0 when TensorFlow sees a
-    GPU, else /CPU:0).  Arrays default to 64 MiB on a CPU (well past its
-    caches) and 512 MiB on a GPU; matmuls to n=2048 on a CPU, 8192 on a GPU."""
+    GPU, else /CPU:0).  Arrays default to twice the CPU's last-level cache
+    (64 to 512 MiB) so the copy comes from memory, not cache, and to 512 MiB on
+    a GPU; matmuls to n=1024 on a CPU and 8192 on a GPU.  CPU calls are kept
+    short on purpose: on a shared machine a long call is always interrupted by
+    other processes, while the fastest of many short calls is not."""
     import tensorflow as tf
 
     have_gpu = bool(tf.config.list_physical_devices("GPU"))
@@ -133,8 +150,8 @@ def measure_peaks(device: str | None = None, *, array_mib: float | None = None,
         # tf.device would quietly fall back to the CPU and the numbers would lie.
         raise ValueError(f"cannot probe {device}: TensorFlow sees no GPU on this machine")
     device = device or ("/GPU:0" if on_gpu else "/CPU:0")
-    array_mib = array_mib or (512.0 if on_gpu else 64.0)
-    matmul_n = matmul_n or (8192 if on_gpu else 2048)
+    array_mib = array_mib or (512.0 if on_gpu else min(512.0, max(64.0, 2 * _last_level_cache_mib())))
+    matmul_n = matmul_n or (8192 if on_gpu else 1024)
     dtypes = tuple(dtypes) if dtypes is not None else MATMUL_DTYPES + (("float16",) if on_gpu else ())
     if array_mib <= 0 or matmul_n <= 0 or repeats < 1:
         raise ValueError("array_mib, matmul_n and repeats must be positive")
@@ -144,7 +161,7 @@ def measure_peaks(device: str | None = None, *, array_mib: float | None = None,
     # passes are a tf.range loop (a while loop in the graph): written as a
     # Python loop, Grappler would fold eight multiplies by constants into one
     # and turn eight adds into one AddN, and the bytes counted would be wrong.
-    steps = 8
+    steps = 8 if on_gpu else 2
 
     with tf.device(device):
         a = tf.random.uniform([n])
@@ -249,6 +266,6 @@ def register(subparsers) -> None:
         "book's speedups are compared with.",
     )
     parser.add_argument("--device", help="device to probe, e.g. /CPU:0 or /GPU:0 (default: /GPU:0 if present)")
-    parser.add_argument("--repeats", type=int, default=10, help="timed calls per probe; the fastest counts (default 10)")
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls per probe; the fastest counts (default 20)")
     parser.add_argument("--json", action="store_true", help="print the probes as JSON")
     parser.set_defaults(func=_run)
