@@ -1,7 +1,7 @@
 """What sandboxed grading costs, measured (a benchmark, not a test).
 
-    .venv/bin/python benchmarks/grading_overhead.py [--assignment 01_op_logs] [--repeats 3]
-        [--batch 4] [--json results.json]
+    .venv/bin/python benchmarks/grading_overhead.py [--assignment 01_op_logs] [--source-root solutions]
+        [--repeats 3] [--batch 4] [--json results.json]
 
 On one submission (the assignment's reference solution):
 
@@ -113,13 +113,16 @@ def batch_throughput(notebook: Path, source_root: Path, copies: int, workers: in
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--assignment", default="01_op_logs")
+    parser.add_argument("--source-root", type=Path, default=ROOT / "solutions",
+                        help="nbgrader source folder holding the assignment (default: solutions/); "
+                             "tests/files/hostile/tiny/source with --assignment tiny measures the fixed cost")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch", type=int, default=4, help="submissions in the throughput batch")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
-    source = ROOT / "solutions" / args.assignment / f"{args.assignment}.ipynb"
+    source = args.source_root.resolve() / args.assignment / f"{args.assignment}.ipynb"
     if not source.is_file():
-        parser.error(f"no solutions/{args.assignment}/{args.assignment}.ipynb")
+        parser.error(f"no {source}")
     times: dict[str, list[float]] = {"plain": [], "nbconvert": [], "sandbox": [], "nbgrader": []}
     with tempfile.TemporaryDirectory(prefix="grading-overhead-") as tmp_name:
         tmp = Path(tmp_name)
@@ -141,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         if fraction != 1:
             raise SystemExit(f"the sandbox scored the reference solution {fraction:.0%}: the timings would not "
                              "measure a real grading; run `python -m autograder grade` on it to see why")
-        throughput = {w: batch_throughput(submission, ROOT / "solutions", args.batch, w, tmp) for w in (1, 2)}
+        throughput = {w: batch_throughput(submission, source.parent.parent, args.batch, w, tmp) for w in (1, 2)}
     med = {k: statistics.median(v) for k, v in times.items()}
     figures = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
