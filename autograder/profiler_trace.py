@@ -162,13 +162,19 @@ def op_events(source: Any) -> list[OpEvent]:
     return events
 
 
-def op_table(source: Any, *, by: str = "type") -> list[OpStats]:
+def op_table(source: Any, *, by: str = "type", plane: str | None = None) -> list[OpStats]:
     """Count, total and self time per op type (``by="type"``) or per node
     name (``by="name"``), slowest self time first.  ``source`` is an
-    ``XSpace``, an ``.xplane.pb`` path, a logdir or a list of ``OpEvent``."""
+    ``XSpace``, an ``.xplane.pb`` path, a logdir or a list of ``OpEvent``.
+
+    ``plane`` keeps only events of planes whose name starts with it: on a GPU
+    an op appears twice, as its launch on ``/host:CPU`` and as its kernels on
+    ``/device:GPU:N``; ``plane="/device:GPU"`` counts the kernels only."""
     if by not in ("type", "name"):
         raise ValueError(f"by must be 'type' or 'name', got {by!r}")
     events = source if isinstance(source, list) else op_events(source)
+    if plane is not None:
+        events = [e for e in events if e.plane.startswith(plane)]
     groups: dict[str, list[OpEvent]] = defaultdict(list)
     for event in events:
         groups[event.type if by == "type" else event.name].append(event)
@@ -185,9 +191,9 @@ def op_table(source: Any, *, by: str = "type") -> list[OpStats]:
     return rows
 
 
-def slowest_op(source: Any, *, by: str = "type") -> OpStats:
+def slowest_op(source: Any, *, by: str = "type", plane: str | None = None) -> OpStats:
     """The row of ``op_table`` with the most self time."""
-    rows = op_table(source, by=by)
+    rows = op_table(source, by=by, plane=plane)
     if not rows:
         raise ValueError("the trace holds no op events: did any TensorFlow op run while profiling?")
     return rows[0]

@@ -72,6 +72,8 @@ def test_table_is_sorted_by_self_time_and_keyed_by_name_or_type():
     by_name = {r.op: r for r in pt.op_table(_space(), by="name")}
     assert by_name["inner/mm"].type == "_MklMatMul"
     assert by_name["dense/MatMul"].total_us == pytest.approx(7.0)
+    assert [r.op for r in pt.op_table(_space(), plane="/device:GPU")] == ["MatMul"]
+    assert "MatMul" not in {r.op for r in pt.op_table(_space(), plane="/host")}
     with pytest.raises(ValueError, match="'type' or 'name'"):
         pt.op_table(_space(), by="kernel")
 
