@@ -270,19 +270,44 @@ def _is_local(address: Any) -> bool:
         return False
 
 
-def install_guards(hidden_dirs: list[str], *, allow: list[str] = (), block_network: bool = True) -> None:
-    """Refuse, from now on in this process, to open ``hidden_dirs`` (except
-    what lies under ``allow``: the Python installation) or reach the network."""
-    hidden = tuple(os.path.realpath(d).rstrip(os.sep) + os.sep for d in hidden_dirs if d)
-    allowed = tuple(os.path.realpath(d).rstrip(os.sep) + os.sep for d in allow if d)
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+CHANGE_EVENTS = ("os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.chmod", "os.chown", "os.truncate",
+                 "os.symlink", "os.link", "os.utime", "shutil.rmtree", "shutil.move")
+
+
+def _prefixes(paths) -> tuple[str, ...]:
+    return tuple(os.path.realpath(os.fsdecode(d)).rstrip(os.sep) + os.sep for d in paths if d)
+
+
+def install_guards(hidden_dirs: list[str], *, allow: list[str] = (), writable: list[str] = (),
+                   block_network: bool = True) -> None:
+    """From now on in this process refuse to read ``hidden_dirs`` (except what
+    lies under ``allow``: the Python installation), to write or change files
+    outside ``writable`` (when given) and to reach the network."""
+    hidden, allowed = _prefixes(hidden_dirs), _prefixes(allow) or ("\0",)
+    may_write = _prefixes([*writable, "/dev"]) if writable else ()
+
+    def real(path: Any) -> str | None:
+        if isinstance(path, (str, bytes, os.PathLike)):
+            return os.path.realpath(os.fsdecode(path)) + os.sep
+        return None  # a file descriptor: it was checked when it was opened
 
     def hook(event: str, args: tuple) -> None:
-        if event == "open" or event in ("os.listdir", "os.scandir"):
-            path = args[0] if args else None
-            if isinstance(path, (str, bytes, os.PathLike)) and not isinstance(path, int):
-                real = os.path.realpath(os.fsdecode(path)) + os.sep
-                if hidden and real.startswith(hidden) and not real.startswith(allowed or ("\0",)):
-                    raise PermissionError(f"the grader does not let notebooks read {os.fsdecode(path)}")
+        if event in ("open", "os.listdir", "os.scandir"):
+            path = real(args[0]) if args else None
+            if path is None:
+                return
+            if hidden and path.startswith(hidden) and not path.startswith(allowed):
+                raise PermissionError(f"the grader does not let notebooks read {os.fsdecode(args[0])}")
+            if event == "open" and may_write and not path.startswith(may_write):
+                mode, flags = (args[1] if len(args) > 1 else None), (args[2] if len(args) > 2 else 0)
+                if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & WRITE_FLAGS:
+                    raise PermissionError(f"notebooks may only write in their own folder, not {os.fsdecode(args[0])}")
+        elif may_write and event in CHANGE_EVENTS and args:
+            for target in args[:2]:
+                path = real(target)
+                if path is not None and not path.startswith(may_write):
+                    raise PermissionError(f"notebooks may only change files in their own folder, not {target}")
         elif block_network and event in ("socket.connect", "socket.sendto") and len(args) >= 2:
             if not _is_local(args[1]):
                 raise PermissionError(f"network access is disabled while grading (tried {args[1]!r})")
@@ -292,14 +317,15 @@ def install_guards(hidden_dirs: list[str], *, allow: list[str] = (), block_netwo
     sys.addaudithook(hook)
 
 
-def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool, allow: list[str] = ()) -> str:
+def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool, allow: list[str] = (),
+                     writable: list[str] = ()) -> str:
     """The first cell a sandboxed kernel runs, before any learner code."""
     return (
         "def _autograder_bootstrap():\n"
         "    import builtins\n"
         "    import json\n"
         "    from autograder import integrity\n"
-        f"    integrity.install_guards({list(hidden_dirs)!r}, allow={list(allow)!r})\n"
+        f"    integrity.install_guards({list(hidden_dirs)!r}, allow={list(allow)!r}, writable={list(writable)!r})\n"
         f"    snap = integrity.take_snapshot(include_tf={include_tf!r}, shell=get_ipython())\n"
         "    ns = get_ipython().user_ns\n"
         "    def report(names=None):\n"

@@ -108,6 +108,20 @@ def _kernel_spec(workdir: Path, config: dict) -> None:
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
 
 
+def _tasks_of(uid: int) -> int:
+    """Threads of every process ``uid`` runs (what RLIMIT_NPROC counts)."""
+    import psutil
+
+    total = 0
+    for proc in psutil.process_iter(["uids", "num_threads"]):
+        try:
+            if proc.info["uids"] and proc.info["uids"].real == uid:
+                total += proc.info["num_threads"] or 1
+        except psutil.Error:
+            continue
+    return total
+
+
 class _Watchdog(threading.Thread):
     """Kills the kernel when its process tree breaks the process or memory limit."""
 
@@ -174,12 +188,34 @@ class _Watchdog(threading.Thread):
                 if rss > self.limits.memory_mb * 2**20:
                     self.reason = f"the notebook used more than {self.limits.memory_mb} MB of memory and was stopped"
             if self.reason:
-                for proc in reversed(tree):
-                    try:
-                        proc.kill()
-                    except psutil.Error:
-                        pass
+                self.kill_kernel_tree(pid)
                 return
+
+    @staticmethod
+    def kill_kernel_tree(pid: int) -> None:
+        """Kill the kernel and everything under it, including children born while killing.
+
+        The kernel leads its own process group (jupyter_client starts it in a new
+        session), so one ``killpg`` reaches a fork bomb's copies at once; the
+        worker is a child subreaper, so anything that escaped the group is still
+        among its descendants for the sweep that follows."""
+        import psutil
+
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        me = psutil.Process()
+        for _ in range(100):
+            victims = [p for p in me.children(recursive=True) if p.pid != os.getpid()]
+            if not victims:
+                return
+            for victim in victims:
+                try:
+                    victim.kill()
+                except psutil.Error:
+                    pass
+            psutil.wait_procs(victims, timeout=0.05)
 
 
 def _output_size(msg: dict) -> int:
@@ -295,8 +331,12 @@ class _Worker:
         return integrity.parse_report(_stdout_of(cell), self.token)
 
     def setup(self) -> dict:
-        config = {"rlimit_data": 0 if self.job.get("memory_cgroup") else self.limits.memory_mb * 2**20,
-                  "rlimit_fsize": self.limits.disk_mb * 2**20, "rlimit_nproc": self.limits.max_processes,
+        # Without a memory cgroup the watchdog kills the kernel at the limit (as the
+        # cgroup would); RLIMIT_DATA at twice that is only a backstop.  RLIMIT_NPROC
+        # counts all of a user's tasks (root is exempt), so it allows those running now.
+        config = {"rlimit_data": 0 if self.job.get("memory_cgroup") else 2 * self.limits.memory_mb * 2**20,
+                  "rlimit_fsize": self.limits.disk_mb * 2**20,
+                  "rlimit_nproc": self.limits.max_processes + _tasks_of(os.getuid()),
                   "drop_caps": os.geteuid() == 0, "pid_namespace": False}
         info = {"cgroups": "pids and memory" if self.job.get("cgroups") else "none (psutil watchdog)",
                 "network": "audit hook", "filesystem": "audit hook", "hidden": []}
@@ -342,7 +382,7 @@ class _Worker:
                 self.watchdog.start()
                 boot, _ = self.run_cell(integrity.bootstrap_source(
                     self.token, hidden_dirs=self.job["hidden_dirs"], include_tf=self.job["include_tf"],
-                    allow=self.job.get("keep_paths", [])),
+                    allow=self.job.get("keep_paths", []), writable=[str(self.workdir)]),
                     timeout=max(120.0, self.limits.cell_timeout_s), store_history=False)
                 ready = [line for line in _stdout_of(boot).splitlines() if line.startswith(self.token + "ready")]
                 if not ready:
@@ -441,6 +481,7 @@ def _error_text(cell) -> str:
 def worker_main() -> int:
     """``python -m autograder.sandbox_worker worker``: one job on stdin, events on stdout."""
     _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the grader
+    _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the kernel stay our descendants
     proto_out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # nothing printed by libraries can corrupt the event stream
     proto_in = sys.stdin

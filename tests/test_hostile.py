@@ -57,7 +57,10 @@ def test_case_gets_expected_scores_and_messages(batch, case):
     results, _ = batch
     got = results[case.name]
     details = "\n".join(f"{t.name}: {t.score}: {t.output}" for t in got.tests) + f"\nnote: {got.output}"
-    assert {t.name: t.score for t in got.tests} == case.expect, details
+    expect = case.expect
+    if case.without_namespaces and not (got.sandbox or {}).get("network", "").startswith("namespace"):
+        expect = case.without_namespaces
+    assert {t.name: t.score for t in got.tests} == expect, details
     for gid, text in case.messages.items():
         assert text in got.by_name()[gid].output, details
     assert case.note in got.output, details

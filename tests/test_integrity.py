@@ -161,3 +161,27 @@ def test_event_callbacks_from_the_notebook_count_but_libraries_do_not():
     exec(notebook_code, ns)
     shell.events.callbacks["pre_run_cell"].append(ns["sneaky"])
     assert snap.problems() == ["an IPython pre_run_cell callback was registered by the notebook"]
+
+
+def test_guards_refuse_writes_outside_the_sandbox_folder(tmp_path):
+    own = tmp_path / "own"
+    own.mkdir()
+    (tmp_path / "elsewhere.txt").write_text("keep")
+    proc = _run_guarded(f"""
+        import os
+        integrity.install_guards([], writable=[{str(own)!r}])
+        open({str(own / 'mine.txt')!r}, "w").write("fine")
+        print(open({str(tmp_path / 'elsewhere.txt')!r}).read())
+        for attempt in (lambda: open({str(tmp_path / 'elsewhere.txt')!r}, "w"),
+                        lambda: os.open({str(tmp_path / 'new.txt')!r}, os.O_CREAT | os.O_WRONLY),
+                        lambda: os.remove({str(tmp_path / 'elsewhere.txt')!r})):
+            try:
+                attempt()
+                print("LEAK")
+            except PermissionError as exc:
+                print("refused:", exc)
+    """, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "keep" in proc.stdout and proc.stdout.count("refused: notebooks may only") == 3
+    assert "LEAK" not in proc.stdout and (own / "mine.txt").read_text() == "fine"
+    assert (tmp_path / "elsewhere.txt").read_text() == "keep"

@@ -46,10 +46,24 @@ class Case:
     expect: dict[str, float]
     messages: dict[str, str] = field(default_factory=dict)
     note: str = ""  # a piece of Results.output
+    # Expected scores where the sandbox runs without namespaces (audit-hook mode), if they differ.
+    without_namespaces: dict[str, float] | None = None
 
 
 def _source() -> nbformat.NotebookNode:
-    return nbformat.read(TINY, as_version=4)
+    """The notebook as learners get it: hidden tests removed, as nbgrader's release does."""
+    nb = nbformat.read(TINY, as_version=4)
+    for cell in nb.cells:
+        lines, hidden = [], False
+        for line in cell.source.splitlines():
+            if line.strip().startswith("### BEGIN HIDDEN TESTS"):
+                hidden = True
+            elif line.strip().startswith("### END HIDDEN TESTS"):
+                hidden = False
+            elif not hidden:
+                lines.append(line)
+        cell.source = "\n".join(lines)
+    return nb
 
 
 def _gid(cell) -> str | None:
@@ -152,7 +166,7 @@ for folder in targets:
         if "HIDDEN TESTS" in text or "BEGIN SOLUTION" in text or "quokka" in text.lower():
             leaked.append(path)
 marker = "-".join(["hidden", "marker"]).encode()  # spelled so this cell does not contain it
-for root, _, files in os.walk("/tmp"):
+for root, _, files in os.walk(os.getcwd()):  # the sandbox's own folder: no test may be written there
     for name in files:
         try:
             if marker in open(os.path.join(root, name), "rb").read(1 << 20):
@@ -164,7 +178,7 @@ SECRET_WORD = DATA.upper() if not leaked else "LEAKED " + " ".join(leaked[:3])
 
 NETWORK = '''import socket
 reached = []
-for host, port in [("127.0.0.1", {port}), ("8.8.8.8", 53), ("1.1.1.1", 443)]:
+for host, port in {targets}:
     try:
         socket.create_connection((host, port), timeout=2).close()
         reached.append(host)
@@ -181,7 +195,11 @@ def _read_hidden(ctx: Context) -> bytes:
 
 
 def _network(ctx: Context) -> bytes:
-    return _bytes(_solved(word=NETWORK.format(port=ctx.host_port)))
+    return _bytes(_solved(word=NETWORK.format(targets=[("8.8.8.8", 53), ("1.1.1.1", 443), ("example.com", 80)])))
+
+
+def _host_loopback(ctx: Context) -> bytes:
+    return _bytes(_solved(word=NETWORK.format(targets=[("127.0.0.1", ctx.host_port)])))
 
 
 WRITE_OUTSIDE = '''import os
@@ -240,6 +258,9 @@ CASES = [
     Case("correct-2", answers(), FULL),
     Case("read-hidden-files", _read_hidden, FULL),
     Case("network", _network, FULL),
+    # A server on the grading machine's loopback: out of reach in a network
+    # namespace; the audit hook alone allows loopback, which notebooks may use.
+    Case("host-loopback", _host_loopback, FULL, without_namespaces=DOUBLE_ONLY),
     Case("write-outside", _write_outside, FULL),
     Case("instructor-secret-env", answers(
         word=f"import os\nSECRET_WORD = DATA.upper() if {SECRET_ENV!r} not in os.environ else 'LEAK'\n"), FULL),
