@@ -231,9 +231,9 @@ def test_exercise_cuda_kernel_compiles_with_the_reference_kernel_body():
 
     nb = nbformat.read(ROOT / "solutions" / "07_custom_ops" / "07_custom_ops.ipynb", as_version=4)
     cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells}
-    namespace: dict = {"opbuild": build, "tf": None}
+    namespace: dict = {"opbuild": build}
     exec(cells["skeleton"], namespace)
     body = cells["answer-kernel"].split('SWISH_COMPUTE = r"""')[1].split('"""')[0]
-    source = namespace["SKELETON"].replace("{compute}", body)
+    source = namespace["SKELETON"].replace("{compute}", body).replace("{op_name}", "SwishXcudacheck")
     path = build.build_from_text("swish", source, cuda_source=namespace["SWISH_CUDA"])
     assert path.exists()
