@@ -331,6 +331,14 @@ class _Worker:
         return integrity.parse_report(_stdout_of(cell), self.token)
 
     def setup(self) -> dict:
+        info = {"cgroups": "pids and memory" if self.job.get("cgroups") else "none (psutil watchdog)",
+                "network": "audit hook", "filesystem": "audit hook", "hidden": []}
+        try:
+            for path in self.job.get("cgroups", []):
+                (Path(path) / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            info["cgroups"] = "none (psutil watchdog)"
+            self.job["memory_cgroup"] = self.job["pids_cgroup"] = ""
         # Without a memory cgroup the watchdog kills the kernel at the limit (as the
         # cgroup would); RLIMIT_DATA at twice that is only a backstop.  RLIMIT_NPROC
         # counts all of a user's tasks (root is exempt), so it allows those running now.
@@ -338,13 +346,6 @@ class _Worker:
                   "rlimit_fsize": self.limits.disk_mb * 2**20,
                   "rlimit_nproc": self.limits.max_processes + _tasks_of(os.getuid()),
                   "drop_caps": os.geteuid() == 0, "pid_namespace": False}
-        info = {"cgroups": "pids and memory" if self.job.get("cgroups") else "none (psutil watchdog)",
-                "network": "audit hook", "filesystem": "audit hook", "hidden": []}
-        for path in self.job.get("cgroups", []):
-            try:
-                (Path(path) / "cgroup.procs").write_text(str(os.getpid()))
-            except OSError:
-                info["cgroups"] = "none (psutil watchdog)"
         if self.job.get("isolate") and os.geteuid() == 0:
             try:
                 info.update(isolate_worker(self.workdir, self.job["hidden_dirs"], self.limits,
