@@ -457,7 +457,6 @@ def _ex5_naive(ids):
     options = tf.data.Options()
     options.experimental_optimization.inject_prefetch = False
     options.experimental_optimization.map_parallelization = False
-    options.experimental_optimization.map_and_batch_fusion = False
     ds = tf.data.Dataset.from_tensor_slices(ids).map(_ex5_read_record).map(lambda r: tf.tanh(r) * 2.0)
     return [b.numpy() for b in ds.batch(16).with_options(options)]
 
