@@ -77,7 +77,7 @@ class Limits:
     notebook_timeout_s: float = 1800.0
     memory_mb: int = 4096
     output_kb: int = 1024  # text and data one cell may show
-    max_processes: int = 1024  # tasks (threads count: TensorFlow starts many)
+    max_processes: int = 4096  # tasks: threads count, and TensorFlow starts many per process
     disk_mb: int = 1024  # the sandbox's /tmp
 
 
