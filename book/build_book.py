@@ -22,6 +22,8 @@ FAILED = re.compile(r"^(?P<path>\S+\.(?:md|ipynb)): WARNING: Executing notebook 
 CELL = re.compile(r"An error occurred while executing the following cell:\n-+\n(?P<source>.*?)\n-+\n", re.S)
 ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt)\w*(?::.*)?$")
 WARNING = re.compile(r"(?:WARNING|ERROR): ")
+# Kernel and TensorFlow start-up lines on the kernels' stderr: not Sphinx warnings.
+NOISE = ("[IPKernelApp]", "absl::InitializeLog")
 
 
 @dataclass
@@ -84,7 +86,7 @@ def failures(log: str) -> list[CellFailure]:
 def other_warnings(log: str) -> list[str]:
     """Sphinx warnings and errors other than failed executions (kernel chatter excluded)."""
     return [line.strip() for line in log.splitlines()
-            if WARNING.search(line) and not FAILED.match(line) and "[IPKernelApp]" not in line]
+            if WARNING.search(line) and not FAILED.match(line) and not any(n in line for n in NOISE)]
 
 
 def main(argv: list[str]) -> int:
