@@ -243,3 +243,34 @@ def profile_calls(fn: Callable[..., Any], *args: Any, logdir: str | Path, steps:
             to_host(fn(*args, **kwargs))
     new = set(Path(logdir).glob("plugins/profile/*/*.xplane.pb")) - before
     return max(new, key=lambda p: p.stat().st_mtime) if new else find_xplane(logdir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m autograder.profiler_trace LOGDIR_OR_FILE [--by name] [--top N] [--plane P]``:
+    print a trace's op table.  Exit 2 on a missing or unreadable trace."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m autograder.profiler_trace",
+                                     description="Print the op table of a TensorFlow profiler trace.")
+    parser.add_argument("trace", help="a profiler logdir (newest run is read) or an .xplane.pb file")
+    parser.add_argument("--by", choices=("type", "name"), default="type", help="group by op type or node name")
+    parser.add_argument("--top", type=int, default=15, help="rows to print (default %(default)s)")
+    parser.add_argument("--plane", default=None, help="only planes whose name starts with this, e.g. /device:GPU")
+    args = parser.parse_args(argv)
+    path = Path(args.trace)
+    try:
+        if not path.exists():
+            raise TraceNotFound(f"{path} does not exist")
+        file = find_xplane(path) if path.is_dir() else path
+        rows = op_table(file, by=args.by, plane=args.plane)
+    except (TraceNotFound, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{file}  ({sum(r.count for r in rows)} op executions)")
+    print(format_table(rows, top=args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

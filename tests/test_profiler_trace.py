@@ -150,3 +150,18 @@ def test_eager_ops_are_read_from_the_python_thread(tmp_path):
     assert rows["MatMul"].eager and rows["MatMul"].count == 3
     with pytest.raises(ValueError, match="at least 1"):
         pt.profile_calls(lambda: None, logdir=tmp_path, steps=0)
+
+
+def test_command_line_prints_the_table_and_refuses_bad_input(tmp_path, capsys):
+    run = tmp_path / "plugins" / "profile" / "2020_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "host.xplane.pb").write_bytes(_space().SerializeToString())
+    assert pt.main([str(tmp_path), "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "host.xplane.pb  (6 op executions)" in out and "_MklMatMul" in out and "(3 more)" in out
+    assert pt.main([str(run / "host.xplane.pb"), "--by", "name", "--plane", "/device:GPU"]) == 0
+    assert "dense/MatMul" in capsys.readouterr().out
+    assert pt.main([str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+    assert pt.main([str(tmp_path / "plugins")]) == 2
+    assert "no profiler trace" in capsys.readouterr().err
