@@ -93,6 +93,18 @@ def test_cached_build_is_reused_and_a_source_change_rebuilds(tmp_path):
     assert changed.exists() and changed.name != first.name.replace("bias_gelu", "probe")
 
 
+def test_build_dir_falls_back_to_temp_when_not_writable(tmp_path, monkeypatch):
+    """The sandboxed grader lets notebooks write only in their folder and TMPDIR."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setattr(build, "BUILD_DIR", blocker / "build")
+    monkeypatch.setattr(build, "FALLBACK_DIR", tmp_path / "fallback")
+    assert build.writable_build_dir() == tmp_path / "fallback"
+    monkeypatch.setattr(build, "FALLBACK_DIR", blocker / "fallback")
+    with pytest.raises(build.BuildError, match="COURSE_OPS_BUILD_DIR"):
+        build.writable_build_dir()
+
+
 # --- the CPU kernel and the gradient ---------------------------------------------------
 
 
