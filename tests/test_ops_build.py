@@ -249,3 +249,37 @@ def test_exercise_cuda_kernel_compiles_with_the_reference_kernel_body():
     source = namespace["SKELETON"].replace("{compute}", body).replace("{op_name}", "SwishXcudacheck")
     path = build.build_from_text("swish", source, cuda_source=namespace["SWISH_CUDA"])
     assert path.exists()
+
+
+@pytest.mark.gpu
+@needs_nvcc
+def test_gpu_kernel_matches_the_cpu_kernel_on_the_gpu(bias_gelu):
+    import tensorflow as tf
+
+    assert "gpu" in bias_gelu.LIBRARY_PATH.name, "with a GPU and nvcc, bias_gelu.py loads the GPU build"
+    x = tf.random.normal((4099, 129)) * 3
+    bias = tf.random.normal((129,))
+    tf.config.set_soft_device_placement(False)
+    try:
+        with tf.device("/CPU:0"):
+            on_cpu = bias_gelu.bias_gelu(x, bias)
+        with tf.device("/GPU:0"):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                on_gpu = bias_gelu.bias_gelu(x, bias)
+            grad = tape.gradient(on_gpu, x)
+    finally:
+        tf.config.set_soft_device_placement(True)
+    assert on_gpu.device.endswith("GPU:0") and grad.device.endswith("GPU:0")
+    np.testing.assert_allclose(on_gpu.numpy(), on_cpu.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+@needs_nvcc
+def test_exercise_grades_the_gpu_kernel_on_a_gpu():
+    from autograder.runner import run_notebook
+
+    results = run_notebook(ROOT / "solutions" / "07_custom_ops" / "07_custom_ops.ipynb")
+    by_name = results.by_name()
+    assert all(t.score == t.max_score for t in results.tests), {t.name: t.output for t in results.tests}
+    assert "/GPU:0 with your op's CUDA build" in by_name["test-device"].output
