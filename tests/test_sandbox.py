@@ -99,3 +99,13 @@ def test_a_notebook_out_of_time_is_stopped_and_scored(tmp_path):
                                      limits=sandbox.Limits(cell_timeout_s=60, notebook_timeout_s=8))
     assert {t.name: t.score for t in results.tests} == {"test-double": 3.0, "test-word": 0.0}
     assert "longer than 8 s in total" in results.by_name()["test-word"].output
+
+
+def test_without_namespaces_or_cgroups_the_watchdog_stops_a_memory_bomb(tmp_path):
+    bomb = "hog = []\nwhile True:\n    hog.append(bytearray(32 * 2**20))\n"
+    submission = _write(tmp_path, answers(double=bomb)(None))
+    results = sandbox.run_submission(submission, TINY, data_files=DATA, isolate=False,
+                                     limits=sandbox.Limits(cell_timeout_s=60, memory_mb=400))
+    assert results.sandbox["cgroups"].startswith("none")
+    assert results.score == 0
+    assert "more than 400 MB of memory" in results.by_name()["test-double"].output, results.to_json()
