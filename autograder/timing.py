@@ -428,8 +428,9 @@ def measure_speedup(
     n = len(ratios)
     head = f"{label}: {format_seconds(c_s)} vs {format_seconds(b_s)} {baseline_label}"
     pct = f"{confidence:.0%}"
-    if math.isinf(lo):
-        interval = f"{pct} interval: too few trials ({n}, needs {n_min})"
+    few = math.isinf(lo)
+    if few:
+        interval = f"only {n} trials fit (a {pct} interval needs {n_min})"
     else:
         interval = f"{pct} interval {lo:.2f}x-{hi:.2f}x over {n} trials"
     if not timed:
@@ -445,8 +446,10 @@ def measure_speedup(
     else:
         message = (
             f"inconclusive: {head} ({_fmt_ratio(med, min_ratio)}, needed {_fmt_ratio(min_ratio)} "
-            f"on profile {profile_name}); the {interval} still straddles the threshold after "
-            f"{budget_s:g} s. Re-run on a quieter machine (close other programs) to get a verdict."
+            f"on profile {profile_name}); "
+            + (f"{interval} in {budget_s:g} s" if few else
+               f"the {interval} still straddles the threshold after {budget_s:g} s")
+            + ". Re-run on a quieter machine (close other programs) to get a verdict."
         )
     return result(
         verdict, message, baseline_s=b_s, candidate_s=c_s, ratio=med,

@@ -99,6 +99,13 @@ def busy(units: int):
     return fn
 
 
+def test_too_slow_for_an_interval_is_inconclusive_and_says_so():
+    res = measure_speedup(sleeper(0.03), sleeper(0.01), inputs, check="graph_vs_eager", min_ratio=2.0,
+                          profile="cpu", budget_s=0.05, min_calls=1, warmup=1)
+    assert res.verdict == "inconclusive" and res.ci_low is None and res.trials < 6
+    assert re.search(r"; only \d trials fit \(a 95% interval needs 6\) in 0\.05 s\. Re-run on a quieter", res.message)
+
+
 def test_compute_bound_pairs_never_fail_a_fast_candidate_or_pass_a_slow_one():
     # On a loaded machine CPU-bound timings are noisy, so "inconclusive" is an
     # acceptable answer here; the wrong verdict never is.
