@@ -181,6 +181,7 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
     assignments = {name: load_assignment(source_root, name) for name in sorted({s.assignment for s in subs})}
     workers = max(1, workers or os.cpu_count() or 1)
     hidden = sorted({source_root, (ROOT / "solutions").resolve(), submissions, out})
+    sandbox.sweep_stale()  # what a grader killed with -9 could not clean up
     todo = [sub for sub in subs if force or read_results(_paths(out, sub)[0]) is None]
     out.mkdir(parents=True, exist_ok=True)
     progress = Progress(len(todo), len(subs) - len(todo), progress_stream)

@@ -63,6 +63,8 @@ from autograder.results import Results, TestResult  # noqa: E402
 
 MAX_NOTEBOOK_BYTES = 200 * 1024 * 1024
 KERNEL_NAME = "autograder-sandbox"
+SANDBOX_PREFIX = "autograder-sandbox-"  # + the grader's pid: a dead grader's leftovers can be found
+CGROUP_PREFIX = "autograder-"
 KERNEL_CONFIG_ENV = "AUTOGRADER_SANDBOX_KERNEL"
 # Passed through to the kernel from the grader's environment; nothing else is.
 PASS_ENV = ("AUTOGRADER_PROFILE", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
@@ -190,7 +192,7 @@ class _Cgroups:
         self.paths: list[Path] = []
         self.memory: Path | None = None
         self.pids: Path | None = None
-        name = f"autograder-{uuid.uuid4().hex[:12]}"
+        name = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
         memory_bytes = limits.memory_mb * 2**20
         try:
             if (self.ROOT / "cgroup.controllers").exists():  # v2
@@ -316,6 +318,46 @@ def _sandbox_parent() -> Path:
     return Path(tempfile.gettempdir())
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _owner(name: str, prefix: str) -> int | None:
+    head = name[len(prefix):].split("-", 1)[0]
+    return int(head) if name.startswith(prefix) and head.isdigit() else None
+
+
+def sweep_stale() -> int:
+    """Remove sandbox folders and cgroups left by a grader that was killed (``kill -9``,
+    power loss) before it could clean up; those of graders still running are kept.
+    Returns how many were removed."""
+    removed = 0
+    for path in _sandbox_parent().glob(f"{SANDBOX_PREFIX}*"):
+        pid = _owner(path.name, SANDBOX_PREFIX)
+        if pid is not None and not _alive(pid):
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            removed += 1
+    for parent in (_Cgroups.ROOT, _Cgroups.ROOT / "pids", _Cgroups.ROOT / "memory"):
+        for path in parent.glob(f"{CGROUP_PREFIX}*") if parent.is_dir() else ():
+            pid = _owner(path.name, CGROUP_PREFIX)
+            if pid is not None and not _alive(pid):
+                try:
+                    path.rmdir()  # refused while a process is still inside
+                    removed += 1
+                except OSError:
+                    pass
+    return removed
+
+
 def _copy_inputs(workdir: Path, prepared: Prepared, submission: Path, data_files: list[Path]) -> None:
     (workdir / ".tmp").mkdir(parents=True)
     for data in data_files:
@@ -367,7 +409,7 @@ def run_submission(
         results.output = prepared.error
         results.execution_time_s = round(time.perf_counter() - started, 3)
         return results
-    workdir = Path(tempfile.mkdtemp(prefix="autograder-sandbox-", dir=_sandbox_parent()))
+    workdir = Path(tempfile.mkdtemp(prefix=f"{SANDBOX_PREFIX}{os.getpid()}-", dir=_sandbox_parent()))
     log_path = workdir.with_name(workdir.name + ".log")
     cgroups = _Cgroups(limits) if isolate else None
     proc = None

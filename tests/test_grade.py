@@ -5,7 +5,9 @@ import io
 import json
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -227,3 +229,6 @@ def test_killing_the_grader_leaves_no_sandbox_running(tmp_path, how):
     assert not (out / "alice" / "tiny" / "results.json").exists()  # stopped, not graded
     if how == "SIGINT":
         assert proc.returncode == 130 and stderr.strip().endswith("interrupted")
+    sandbox.sweep_stale()  # the next grade run does this first
+    assert not list(Path(tempfile.gettempdir()).glob(f"{sandbox.SANDBOX_PREFIX}{proc.pid}-*"))
+    assert not list(Path("/sys/fs/cgroup").glob(f"**/{sandbox.CGROUP_PREFIX}{proc.pid}-*"))
