@@ -189,6 +189,8 @@ def measure_peaks(device: str | None = None, *, array_mib: float | None = None,
             x = tf.cast(tf.random.uniform([matmul_n, matmul_n], -1, 1), dtype)
             y = tf.cast(tf.random.uniform([matmul_n, matmul_n], -1, 1), dtype)
 
+            # On Ampere and later GPUs TensorFlow runs float32 matmuls as TF32 by
+            # default; the probe measures what TensorFlow does, as the pairs do.
             @tf.function
             def matmul(p, q):
                 # The sum forces every element and returns 4 bytes, not n*n.
