@@ -18,9 +18,10 @@ project: the GPU rows are conservative values from published behaviour, marked
 then take about half the measured ratio).
 
 ``benchmarks/reliability.py`` checks the margins: on the build machine
-(2026-11-30, one core kept busy, load average 5-8 from other jobs) the four
-CPU-timed pairs of ``autograder.benchmarks`` that it covers passed 20 of 20
-runs each and their slow mistakes 0 of 20.
+(2026-11-30, one core kept busy, load average 5-8 from other jobs)
+graph_vs_eager, xla_fused_chain, tfdata_parallel_prefetch and
+tfdata_batch_before_map passed 20 of 20 runs each and their slow mistakes 0
+of 20 (``--only`` those four; rows added later cite their own runs).
 
 To add a check, add a row with a value (or ``None``) for every profile in
 ``autograder.hardware.KNOWN_PROFILES``; ``tests/test_thresholds.py`` checks
