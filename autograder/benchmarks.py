@@ -596,7 +596,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         ),
         Benchmark(
             name="tfdata_parallel_prefetch",
-            chapter="05_tfdata",
+            chapter="05_tf_data",
             description="24 elements with 10 ms simulated I/O each, 20 ms step per batch of 8: "
             "sequential map vs parallel map (8-thread pool) + prefetch",
             check="tfdata_parallel_prefetch",
@@ -607,7 +607,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         ),
         Benchmark(
             name="tfdata_batch_before_map",
-            chapter="05_tfdata",
+            chapter="05_tf_data",
             description="4096 rows of 16 floats through a vectorizable map: map then batch vs batch then map",
             check="tfdata_batch_before_map",
             setup=_setup_tfdata_batch_before_map,

@@ -48,3 +48,10 @@ def test_device_matmul_runs_on_both_devices_with_bounded_equal_outputs():
     # cpu has no threshold for this pair: outputs verified, speed reported as skipped with the reason.
     assert result["verdict"] == "skipped"
     assert "same cores" in result["message"]
+
+
+def test_every_registered_pair_names_an_existing_chapter():
+    from autograder.benchmarks import BENCHMARKS
+
+    for name, bench in BENCHMARKS.items():
+        assert (ROOT / "book" / f"{bench.chapter}.md").exists(), f"{name}: no book/{bench.chapter}.md"
