@@ -315,7 +315,14 @@ def clean_env(workdir: Path) -> dict[str, str]:
 
 
 def _sandbox_parent() -> Path:
-    return Path(tempfile.gettempdir())
+    """The folder that holds every sandbox, and that each sandbox sees as a fresh tmpfs.
+
+    A dedicated folder, not the temp dir itself: a repository or virtual
+    environment that lives under /tmp (a CI clone, say) must stay visible to
+    the sandboxed kernel."""
+    parent = Path(tempfile.gettempdir()) / "autograder-sandboxes"
+    parent.mkdir(mode=0o711, exist_ok=True)
+    return parent
 
 
 def _alive(pid: int) -> bool:
