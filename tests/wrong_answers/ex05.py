@@ -51,6 +51,6 @@ CASES = [
         name="map_fn_is_not_vectorised",
         replace={"answer-featurize-batch": MAP_FN},
         expect={**FULL, "test-featurize-batch": 0},
-        messages={"test-featurize-batch": "too slow"},
+        messages={"test-featurize-batch": "loops over the rows"},
     ),
 ]
