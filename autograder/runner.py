@@ -57,7 +57,8 @@ def _text_outputs(cell) -> str:
     return "".join(parts).strip()
 
 
-def _error_of(cell) -> tuple[str, str] | None:
+def error_of(cell) -> tuple[str, str] | None:
+    """The (exception name, message) a cell's outputs record, ANSI colours removed; None if it ran cleanly."""
     for out in cell.get("outputs", []):
         if out.get("output_type") == "error":
             return out.get("ename", "Error"), _ANSI.sub("", out.get("evalue", ""))
@@ -86,7 +87,7 @@ def score_cells(nb, *, visible_ids: set[str] | None = None) -> list[TestResult]:
         gid = meta.get("grade_id", "?")
         points = float(meta.get("points", 0))
         visibility = "visible" if visible_ids is None or gid in visible_ids else "after_published"
-        error = _error_of(cell)
+        error = error_of(cell)
         ran = cell.get("execution_count") is not None or cell.get("outputs")
         if error:
             ename, evalue = error

@@ -437,7 +437,9 @@ class _Worker:
         if index in self.client.overflowed:
             return (f"{label} printed more than {self.limits.output_kb} KB of output; "
                     "print less (a summary, not every value)")
-        error = _error_of(cell)
+        from autograder.runner import error_of  # lazy: the kernel launcher in this module stays light
+
+        error = error_of(cell)
         if error and error[0] == "MemoryError":
             return f"{label} ran out of memory (limit {self.limits.memory_mb} MB)"
         if error and error[0] in ("SystemExit",):
@@ -464,15 +466,10 @@ def _stdout_of(cell) -> str:
                    if o.get("output_type") == "stream" and o.get("name") == "stdout")
 
 
-def _error_of(cell) -> tuple[str, str] | None:
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            return out.get("ename", "Error"), out.get("evalue", "")
-    return None
-
-
 def _error_text(cell) -> str:
-    error = _error_of(cell)
+    from autograder.runner import error_of
+
+    error = error_of(cell)
     if error:
         return f"{error[0]}: {error[1]}"
     text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
