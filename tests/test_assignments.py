@@ -1,6 +1,8 @@
 """Every assignment end to end: the solution scores full marks, the released
-exercise scores zero without crashing, and each planted wrong answer gets
-exactly its expected per-part scores and feedback."""
+exercise scores zero without crashing, and every case of the mutation
+catalogue (``tests/wrong_answers``) gets exactly its expected per-part scores
+and feedback when graded the way ``python -m autograder grade`` grades it
+(sandboxed, hidden tests sent in cell by cell, feedback redacted)."""
 from __future__ import annotations
 
 import importlib
@@ -11,6 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder import feedback, sandbox
 from autograder import notebook as nbtools
 from autograder.runner import run_notebook
 from tests.conftest import EXERCISES, SOLUTIONS, assignments, notebook_for
@@ -26,6 +29,14 @@ def _wrong_cases():
         for case in module.CASES:
             cases.append(pytest.param(module.ASSIGNMENT, case, id=f"{module.ASSIGNMENT}-{case.name}"))
     return cases
+
+
+def grade_as_instructor(path: Path, source: Path):
+    """Grade ``path`` as the grade command does: sandboxed, with the source's data files."""
+    data = [p for p in source.parent.iterdir() if p.name != source.name]
+    results = sandbox.run_submission(path, source, data_files=data,
+                                     hidden_dirs=[SOLUTIONS.parent / "solutions", path.parent])
+    return feedback.redact_hidden(results, sandbox.hidden_test_lines(nbtools.load(source)))
 
 
 def _scores(results) -> dict[str, float]:
@@ -53,7 +64,7 @@ def test_released_exercise_scores_zero_without_crashing(name):
 
 
 @pytest.mark.parametrize("assignment,case", _wrong_cases())
-def test_wrong_answer_gets_expected_scores(assignment, case, tmp_path):
+def test_catalogue_case_gets_expected_scores(assignment, case, tmp_path):
     source = notebook_for(SOLUTIONS, assignment)
     nb = nbtools.load(source)
     found = set()
@@ -65,10 +76,7 @@ def test_wrong_answer_gets_expected_scores(assignment, case, tmp_path):
     assert found == set(case.replace), f"no answer cells named {set(case.replace) - found} in {assignment}"
     path = tmp_path / f"{assignment}.ipynb"
     nbformat.write(nb, path)
-    for extra in source.parent.iterdir():
-        if extra.name != source.name and extra.is_file():
-            (tmp_path / extra.name).write_bytes(extra.read_bytes())
-    results = run_notebook(path, source=source)
+    results = grade_as_instructor(path, source)
     assert _scores(results) == case.expect, "\n".join(f"{t.name}: {t.score}: {t.output}" for t in results.tests)
     by_name = results.by_name()
     for gid, text in case.messages.items():

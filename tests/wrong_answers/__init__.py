@@ -1,10 +1,22 @@
-"""Planted wrong answers, one module per assignment (``exNN.py``).
+"""The mutation catalogue, one module per assignment (``exNN.py``).
 
 Each module defines ``ASSIGNMENT`` (the folder name under ``solutions/``) and
-``CASES``: a list of :class:`WrongAnswer`.  A case replaces answer cells of the
-reference solution (by ``grade_id``) and states the score every graded part
-must get, plus text its feedback must contain.  ``tests/test_assignments.py``
-runs them all.
+``CASES``, a list of :class:`WrongAnswer` and :class:`RightAnswer`.  A case
+replaces answer cells of the reference solution (by ``grade_id``) and states
+the score every graded part must get, plus text its feedback must contain.
+
+- A :class:`WrongAnswer` names, in ``breaks``, the specification clause it
+  violates for each part it targets (``{test grade_id: clause number}``, the
+  numbers of the part's "Specification" list in its text); that part must
+  score 0.  Mutations of independent parts may share one case to save a run.
+- A :class:`RightAnswer` is a correct answer written differently from the
+  reference; every part scores full marks.
+- ``hostile`` cases try to get marks without the work (the five classes of
+  issue 12: silenced errors, rebinding locked names, patching the grader,
+  duck-typed stand-ins, reading course files).
+
+``tests/test_assignments.py`` runs every case through the grade path (the
+sandbox), and ``tests/test_catalogue.py`` checks the catalogue's coverage.
 """
 from __future__ import annotations
 
@@ -17,3 +29,67 @@ class WrongAnswer:
     replace: dict[str, str]          # answer cell grade_id -> new source
     expect: dict[str, float]         # test grade_id -> expected score (every part)
     messages: dict[str, str] = field(default_factory=dict)  # test grade_id -> substring of feedback
+    breaks: dict[str, int] = field(default_factory=dict)    # test grade_id -> spec clause number broken
+    hostile: str = ""                # which attack class, for hostile cases (see HOSTILE_CLASSES)
+
+
+@dataclass(frozen=True)
+class RightAnswer:
+    name: str
+    replace: dict[str, str]          # answer cell grade_id -> a correct source written differently
+    expect: dict[str, float]         # normally the full marks of every part
+    messages: dict[str, str] = field(default_factory=dict)
+
+
+HOSTILE_CLASSES = ("silenced-errors", "rebinds-locked-name", "patches-grader", "duck-typed", "reads-course-files")
+
+# Prepended to an answer cell: hides every error display a notebook controls.
+# The grader must still score the parts whose tests raise as 0.
+SILENCE_ERRORS = '''
+import sys as _sys
+_ip = get_ipython()
+_ip.showtraceback = lambda *a, **k: None
+_ip._showtraceback = lambda *a, **k: None
+_ip.showsyntaxerror = lambda *a, **k: None
+_sys.excepthook = lambda *a, **k: None
+'''
+
+
+def steal_solution(assignment: str, answer_id: str) -> str:
+    """An answer cell that looks for the reference solution anywhere it might be
+    readable (the course checkout, its ``.git``, a walk of the disk) and runs the
+    answer cell ``answer_id`` from it; it raises when it finds nothing.
+
+    In a sandbox that shows no course file it finds nothing, so the parts that
+    depend on ``answer_id`` must score 0."""
+    from tests.conftest import ROOT
+
+    return f'''
+import glob, json, os, subprocess
+_wanted = {answer_id!r}
+_found = None
+def _answer_from(text):
+    for cell in json.loads(text)["cells"]:
+        if cell.get("metadata", {{}}).get("nbgrader", {{}}).get("grade_id") == _wanted:
+            return "".join(cell["source"])
+_candidates = [{str(ROOT)!r} + "/solutions/{assignment}/{assignment}.ipynb"]
+for _top in ("/", "/tmp", "/home", "/root", "/work", "/srv"):
+    _candidates += glob.glob(_top + "/**/solutions/{assignment}/{assignment}.ipynb", recursive=True)[:5]
+for _path in _candidates:
+    try:
+        with open(_path) as _f:
+            _found = _answer_from(_f.read())
+            break
+    except OSError:
+        pass
+if _found is None:
+    try:
+        _text = subprocess.run(["git", "-C", {str(ROOT)!r}, "show", "HEAD:solutions/{assignment}/{assignment}.ipynb"],
+                               capture_output=True, text=True, timeout=20).stdout
+        _found = _answer_from(_text) if _text else None
+    except Exception:
+        pass
+if _found is None:
+    raise RuntimeError("no course file found")
+exec(_found)
+'''
