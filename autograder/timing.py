@@ -477,3 +477,295 @@ def assert_speedup(
 
 # Same keywords as measure_speedup, for help() and editors.
 assert_speedup.__signature__ = inspect.signature(measure_speedup)  # type: ignore[attr-defined]
+
+
+# --- speed relative to a hidden reference -----------------------------------------
+
+
+@dataclass
+class RelativeSpeedResult:
+    """What one relative speed check found (``measure_relative_speedup``).
+
+    Times are per call, in seconds (median over trials of each trial's fastest
+    call).  ``speedup`` and ``reference_speedup`` are the medians of
+    baseline/candidate and baseline/reference over the trials; ``needed`` is
+    ``reference_speedup ** fraction``.  ``margin`` is the median over trials of
+    ``(baseline/candidate) / (baseline/reference) ** fraction`` (at least 1.0
+    means fast enough) and ``margin_ci_low``/``margin_ci_high`` its interval;
+    ``reference_ci_low``/``reference_ci_high`` the interval of the reference's
+    speedup, which must reach ``floor`` for the machine to show the effect at
+    all.  Fields are None when nothing was timed."""
+
+    verdict: str
+    baseline_s: float | None
+    reference_s: float | None
+    candidate_s: float | None
+    speedup: float | None
+    reference_speedup: float | None
+    needed: float | None
+    margin: float | None
+    margin_ci_low: float | None
+    margin_ci_high: float | None
+    reference_ci_low: float | None
+    reference_ci_high: float | None
+    fraction: float
+    floor: float | None
+    profile: str
+    trials: int
+    message: str
+    check: str = ""
+    label: str = "candidate"
+    baseline_label: str = "baseline"
+    reference_label: str = "the reference solution"
+    confidence: float = 0.95
+    calls_per_trial: int = 1
+    output_mismatch: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# The six orders of (baseline, reference, candidate); trial k uses _ORDERS[k % 6]
+# so each side goes first, second and third equally often.
+_ORDERS = ((0, 1, 2), (1, 2, 0), (2, 0, 1), (0, 2, 1), (2, 1, 0), (1, 0, 2))
+
+
+def _ci_or_none(x: float) -> float | None:
+    return None if math.isinf(x) or math.isnan(x) else x
+
+
+def measure_relative_speedup(
+    baseline: Callable,
+    reference: Callable,
+    candidate: Callable,
+    make_inputs: Callable[[], tuple],
+    *,
+    check: str,
+    fraction: float,
+    required: bool = True,
+    floor: float | None = None,
+    label: str = "candidate",
+    baseline_label: str = "baseline",
+    reference_label: str = "the reference solution",
+    profile: Any = None,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    budget_s: float = 20.0,
+    confidence: float = 0.95,
+    warmup: int = 2,
+    min_calls: int = 3,
+    min_sample_s: float = 0.02,
+    max_sample_s: float = 0.25,
+    verify_trials: int = 3,
+) -> RelativeSpeedResult:
+    """Time ``baseline``, ``reference`` (the hidden reference solution) and
+    ``candidate`` interleaved, and decide whether the candidate reaches
+    ``fraction`` of the reference's speedup over the baseline.
+
+    "Fraction of the speedup" is counted in factors (a log scale): if the
+    reference is ``R`` times faster than the baseline, the candidate must be at
+    least ``R ** fraction`` times faster (``fraction=0.5`` of a 9x speedup is 3x;
+    of a 1.2x speedup, 1.1x).  So a candidate no faster than the baseline never
+    passes where the reference has a speedup, whatever the machine, and the
+    requirement scales with what this machine shows: the same grade on 2 cores,
+    16 cores or a GPU.  Per trial the margin is
+    ``(baseline/candidate) / (baseline/reference) ** fraction``; the verdict is
+    taken on its median with a distribution-free interval, as in
+    ``measure_speedup``: "pass" when the interval is all at or above 1 and the
+    reference's own speedup is at least ``floor``; "fail" when the interval is
+    all below 1 and the reference's speedup is at least ``floor``;
+    "inconclusive" when the budget runs out first, or when the reference itself
+    does not reach ``floor`` on this machine (the machine does not show the
+    effect the part is about, which is never the learner's fault nor a pass).
+
+    ``floor`` defaults to the thresholds table's row ``check`` for ``profile``
+    (a floor and a sanity check on the reference, not the learner's target).
+    ``required`` says whether the part asks for speed on this machine, decided
+    by the caller (the hidden test), never by the table: when False the outputs
+    are verified on fresh inputs and the verdict is "skipped"; when True a
+    ``None`` in the table does not skip anything (the floor is then 1.0).
+
+    Every call gets fresh inputs from ``make_inputs()``, the same for the three
+    sides; every output of the baseline and the candidate is compared with the
+    reference's (``rtol``/``atol``).  A candidate that differs fails at once;
+    a baseline that differs is an error in the test (``RuntimeError``)."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    profile_name = _resolve_profile(profile)
+    floor_note = ""
+    if floor is None:
+        from autograder.thresholds import min_ratio_for
+
+        floor = min_ratio_for(check, profile_name)
+        if floor is None:
+            floor = 1.0
+            floor_note = " (no floor in the thresholds table for this profile; 1.0 used)"
+    if not floor >= 1.0:
+        raise ValueError(f"floor must be at least 1.0, got {floor!r}")
+    sides = (baseline, reference, candidate)
+
+    def result(verdict: str, message: str, **kw: Any) -> RelativeSpeedResult:
+        fields: dict[str, Any] = dict(
+            baseline_s=None, reference_s=None, candidate_s=None, speedup=None, reference_speedup=None,
+            needed=None, margin=None, margin_ci_low=None, margin_ci_high=None, reference_ci_low=None,
+            reference_ci_high=None, trials=0,
+        )
+        fields.update(kw)
+        return RelativeSpeedResult(
+            verdict=verdict, fraction=fraction, floor=floor, profile=profile_name, message=message,
+            check=check, label=label, baseline_label=baseline_label, reference_label=reference_label,
+            confidence=confidence, **fields,
+        )
+
+    def verify(outs: Sequence[Any], when: str, trials: int) -> RelativeSpeedResult | None:
+        ref = outs[1]
+        problem = compare_outputs(ref, outs[0], rtol=rtol, atol=atol)
+        if problem:
+            raise RuntimeError(
+                f"the test is wrong: {baseline_label} and {reference_label} give different results ({when}): {problem}"
+            )
+        problem = compare_outputs(ref, outs[2], rtol=rtol, atol=atol)
+        if problem:
+            message = (
+                f"{label} gives a different result from {reference_label} ({when}): {problem}. "
+                "A speedup only counts when the answer is the same; fix the result first."
+            )
+            return result("fail", message, trials=trials, output_mismatch=problem)
+        return None
+
+    # Warm-up: tracing, compilation and first-call costs stay out of the timing,
+    # and a wrong answer is reported before any time is spent measuring.
+    fastest, slowest = math.inf, 0.0
+    for i in range(max(warmup, 1)):
+        args = [_fresh_inputs(make_inputs)]
+        timed = [_timed_calls(fn, args) for fn in sides]
+        bad = verify([outs[0] for _, outs in timed], f"warm-up call {i + 1}", 0)
+        if bad:
+            return bad
+        if i > 0 or warmup <= 1:
+            fastest = min(fastest, *(t for t, _ in timed))
+            slowest = max(slowest, *(t for t, _ in timed))
+
+    if not required:
+        for i in range(verify_trials):
+            args = _fresh_inputs(make_inputs)
+            bad = verify([to_host(fn(*args)) for fn in sides], f"check {i + 1} of {verify_trials}", 0)
+            if bad:
+                return bad
+        return result(
+            "skipped",
+            f"{label}: speed not graded on profile {profile_name}; output matches {reference_label} "
+            f"on {max(warmup, 1) + verify_trials} fresh inputs",
+        )
+
+    reps = max(min_calls, int(math.ceil(min_sample_s / max(fastest, 1e-9))))
+    reps = max(1, min(reps, int(max_sample_s / max(slowest, 1e-9)), _MAX_CALLS_PER_TRIAL))
+    n_min = min_trials_for(confidence)
+    times: list[list[float]] = [[], [], []]
+    margins: list[float] = []
+    ref_speedups: list[float] = []
+    started = _clock()
+    deadline = started + budget_s
+    hard_stop = started + 3 * budget_s
+    verdict = "inconclusive"
+    m_med = m_lo = m_hi = r_med = r_lo = r_hi = math.nan
+    while True:
+        trial = len(margins)
+        arg_sets = [_fresh_inputs(make_inputs) for _ in range(reps)]
+        measured: list[Any] = [None, None, None]
+        for side in _ORDERS[trial % len(_ORDERS)]:
+            measured[side] = _timed_calls(sides[side], arg_sets)
+        for call in range(reps):
+            bad = verify([measured[s][1][call] for s in range(3)], f"timed trial {trial + 1}", trial)
+            if bad:
+                return bad
+        t_b, t_r, t_c = (max(measured[s][0], 1e-12) for s in range(3))
+        for s, t in enumerate((t_b, t_r, t_c)):
+            times[s].append(t)
+        ref_speedups.append(t_b / t_r)
+        margins.append((t_b / t_c) / (t_b / t_r) ** fraction)
+        if len(margins) >= n_min:
+            m_med, m_lo, m_hi = median_ci(margins, confidence)
+            r_med, r_lo, r_hi = median_ci(ref_speedups, confidence)
+            if r_hi < floor:
+                verdict = "no-effect"
+                break
+            if r_lo >= floor and m_lo >= 1.0:
+                verdict = "pass"
+                break
+            if r_lo >= floor and m_hi < 1.0:
+                verdict = "fail"
+                break
+        now = _clock()
+        if (now >= deadline and len(margins) >= n_min) or now >= hard_stop:
+            break
+    if len(margins) < n_min:
+        m_med, m_lo, m_hi = median_ci(margins, confidence)
+        r_med, r_lo, r_hi = median_ci(ref_speedups, confidence)
+
+    b_s, r_s, c_s = (float(np.median(t)) for t in times)
+    speedup = float(np.median([b / c for b, c in zip(times[0], times[2])]))
+    needed = r_med ** fraction
+    n = len(margins)
+    pct = f"{confidence:.0%}"
+    head = (
+        f"{label}: {format_seconds(c_s)} vs {format_seconds(b_s)} {baseline_label}, "
+        f"{_fmt_ratio(speedup, needed)} faster; {reference_label} is {_fmt_ratio(r_med)} faster "
+        f"({format_seconds(r_s)}), so {_fmt_ratio(needed, speedup)} was needed "
+        f"({fraction:g} of its speedup, counted in factors: {r_med:.2f} ** {fraction:g})"
+    )
+    if math.isinf(m_lo):
+        interval = f"only {n} trials fit (a {pct} interval needs {n_min})"
+    else:
+        interval = (f"{pct} interval of your speed relative to what was needed: "
+                    f"{m_lo:.2f}-{m_hi:.2f} over {n} trials")
+    if verdict == "pass":
+        message = f"{head}; profile {profile_name}"
+        final = "pass"
+    elif verdict == "fail":
+        message = f"{head}; too slow: the {interval} is all below 1.00 (profile {profile_name})"
+        final = "fail"
+    elif verdict == "no-effect":
+        message = (
+            f"inconclusive: {reference_label} is only {_fmt_ratio(r_med)} faster than {baseline_label} on this "
+            f"machine ({pct} interval {r_lo:.2f}x-{r_hi:.2f}x), below the floor of {_fmt_ratio(floor)} for "
+            f"profile {profile_name}{floor_note}: this machine does not show the speedup the part is about, "
+            f"so it cannot grade it. Re-run on a quieter machine (or the intended hardware). [{head}]"
+        )
+        final = "inconclusive"
+    else:
+        why = (f"{interval} in {budget_s:g} s" if math.isinf(m_lo) else
+               f"the {interval} still straddles 1.00 after {budget_s:g} s")
+        if not math.isinf(r_lo) and r_lo < floor <= r_hi:
+            why += f"; {reference_label}'s speedup ({r_lo:.2f}x-{r_hi:.2f}x) straddles the floor {_fmt_ratio(floor)}"
+        message = (f"inconclusive: {head}; {why} (profile {profile_name}). "
+                   "Re-run on a quieter machine (close other programs) to get a verdict.")
+        final = "inconclusive"
+    return result(
+        final, message, baseline_s=b_s, reference_s=r_s, candidate_s=c_s, speedup=speedup,
+        reference_speedup=r_med, needed=needed, margin=m_med, margin_ci_low=_ci_or_none(m_lo),
+        margin_ci_high=_ci_or_none(m_hi), reference_ci_low=_ci_or_none(r_lo),
+        reference_ci_high=_ci_or_none(r_hi), trials=n, calls_per_trial=reps,
+    )
+
+
+def assert_relative_speedup(
+    baseline: Callable,
+    reference: Callable,
+    candidate: Callable,
+    make_inputs: Callable[[], tuple],
+    **kwargs: Any,
+) -> RelativeSpeedResult:
+    """``measure_relative_speedup`` as a check: prints the message on pass and
+    skip, raises ``AssertionError`` on fail and ``SpeedInconclusive`` when
+    undecided (or when the machine does not show the reference's speedup)."""
+    res = measure_relative_speedup(baseline, reference, candidate, make_inputs, **kwargs)
+    if res.verdict == "fail":
+        raise AssertionError(res.message)
+    if res.verdict == "inconclusive":
+        raise SpeedInconclusive(res.message)
+    print(res.message)
+    return res
+
+
+assert_relative_speedup.__signature__ = inspect.signature(measure_relative_speedup)  # type: ignore[attr-defined]

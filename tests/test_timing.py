@@ -300,3 +300,156 @@ def test_format_seconds():
     assert format_seconds(0.0112) == "11.2 ms"
     assert format_seconds(0.00084) == "840 µs"
     assert format_seconds(1.317) == "1.32 s"
+
+
+# --- speed relative to a hidden reference ------------------------------------------
+
+from autograder.timing import assert_relative_speedup, measure_relative_speedup  # noqa: E402
+
+
+def test_relative_candidate_as_fast_as_the_reference_passes(capsys):
+    res = assert_relative_speedup(
+        sleeper(0.012), sleeper(0.002), sleeper(0.002), inputs, check="graph_vs_eager", fraction=0.5,
+        label="your pipeline", baseline_label="naive", reference_label="the reference", profile="cpu",
+        min_sample_s=0.0, min_calls=2,
+    )
+    assert res.verdict == "pass"
+    assert res.floor == 2.0  # the table's row, as a floor on the reference
+    assert 4.0 <= res.reference_speedup <= 7.0
+    assert res.needed == pytest.approx(res.reference_speedup ** 0.5)
+    assert res.margin_ci_low >= 1.0 and res.reference_ci_low >= 2.0
+    printed = capsys.readouterr().out.strip()
+    assert printed == res.message
+    assert printed.startswith("your pipeline: 2.") and "naive" in printed and "the reference is" in printed
+    assert "was needed (0.5 of its speedup, counted in factors" in printed
+
+
+def test_relative_candidate_no_faster_than_the_baseline_fails():
+    with pytest.raises(AssertionError) as info:
+        assert_relative_speedup(sleeper(0.012), sleeper(0.002), sleeper(0.012), inputs, check="graph_vs_eager",
+                                fraction=0.5, label="slow one", profile="cpu", min_sample_s=0.0, min_calls=2)
+    assert not isinstance(info.value, SpeedInconclusive)
+    assert "too slow: the 95% interval of your speed relative to what was needed" in str(info.value)
+    assert "is all below 1.00" in str(info.value)
+
+
+def test_relative_half_way_candidate_fails_a_high_fraction_and_passes_a_low_one():
+    # baseline 16 ms, reference 1 ms (16x), candidate 4 ms (4x = 16 ** 0.5)
+    kw = dict(check="graph_vs_eager", profile="cpu", min_sample_s=0.0, min_calls=2)
+    hi = measure_relative_speedup(sleeper(0.016), sleeper(0.001), sleeper(0.004), inputs, fraction=0.9, **kw)
+    assert hi.verdict == "fail", hi.message
+    lo = measure_relative_speedup(sleeper(0.016), sleeper(0.001), sleeper(0.004), inputs, fraction=0.2, **kw)
+    assert lo.verdict == "pass", lo.message
+
+
+def test_relative_compute_bound_numpy_never_fails_a_fast_candidate_or_passes_a_slow_one():
+    def make():
+        return (np.random.default_rng().normal(size=20_000),)
+
+    def python_loop(x):
+        total = 0.0
+        for v in x.tolist():
+            total += v * v
+        return total
+
+    def numpy_dot(x):
+        return float(np.dot(x, x))
+
+    def numpy_sum(x):  # right, written differently
+        return float(np.sum(np.square(x)))
+
+    def python_sum(x):  # wrong speed, right answer
+        return sum(v * v for v in x.tolist())
+
+    kw = dict(check="graph_vs_eager", fraction=0.5, profile="cpu", rtol=1e-9, atol=1e-9)
+    assert measure_relative_speedup(python_loop, numpy_dot, numpy_sum, make, **kw).verdict == "pass"
+    assert measure_relative_speedup(python_loop, numpy_dot, python_sum, make, **kw).verdict == "fail"
+
+
+def test_relative_wrong_output_fails_at_once_and_names_the_difference():
+    def off(x):
+        return x * 2.0 + 1.0
+
+    res = measure_relative_speedup(sleeper(0.004), sleeper(0.001), off, inputs, check="graph_vs_eager",
+                                   fraction=0.5, label="cand", reference_label="ref", profile="cpu")
+    assert res.verdict == "fail" and res.trials == 0
+    assert res.message.startswith("cand gives a different result from ref (warm-up call 1): output differs by up to 1")
+
+
+def test_relative_a_cached_answer_is_caught_in_the_timed_trials():
+    calls = {"n": 0}
+
+    def goes_stale(x):
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            return x * 2.0
+        return np.zeros_like(x)
+
+    res = measure_relative_speedup(sleeper(0.004), sleeper(0.001), goes_stale, inputs, check="graph_vs_eager",
+                                   fraction=0.5, profile="cpu", min_sample_s=0.0, min_calls=1)
+    assert res.verdict == "fail" and res.output_mismatch
+    assert "timed trial 1" in res.message
+
+
+def test_relative_baseline_that_disagrees_with_the_reference_is_a_test_error():
+    with pytest.raises(RuntimeError, match="the test is wrong"):
+        measure_relative_speedup(lambda x: x, sleeper(0.001), sleeper(0.001), inputs, check="graph_vs_eager",
+                                 fraction=0.5, profile="cpu")
+
+
+def test_relative_machine_without_the_effect_is_inconclusive_not_a_pass():
+    with pytest.raises(SpeedInconclusive) as info:
+        assert_relative_speedup(sleeper(0.003), sleeper(0.003), sleeper(0.003), inputs, check="graph_vs_eager",
+                                fraction=0.5, profile="cpu", floor=3.0, min_sample_s=0.0, min_calls=1)
+    assert "does not show the speedup the part is about" in str(info.value)
+
+
+def test_relative_not_required_is_skipped_but_still_verified(capsys):
+    res = assert_relative_speedup(sleeper(0.002), sleeper(0.001), sleeper(0.002), inputs, check="xla_fused_chain",
+                                  fraction=0.5, required=False, profile="cpu")
+    assert res.verdict == "skipped" and res.trials == 0
+    assert "speed not graded on profile cpu; output matches the reference solution on 5 fresh inputs" in res.message
+    bad = measure_relative_speedup(sleeper(0.002), sleeper(0.001), lambda x: -x, inputs, check="xla_fused_chain",
+                                   fraction=0.5, required=False, profile="cpu")
+    assert bad.verdict == "fail"
+
+
+def test_relative_a_none_in_the_table_never_skips_a_required_check(monkeypatch):
+    from autograder import thresholds
+
+    assert thresholds.min_ratio_for("mixed_precision_step", "cpu") is None
+    res = measure_relative_speedup(sleeper(0.008), sleeper(0.002), sleeper(0.012), inputs,
+                                   check="mixed_precision_step", fraction=0.5, profile="cpu",
+                                   min_sample_s=0.0, min_calls=1)
+    assert res.verdict == "fail" and res.floor == 1.0
+    # a learner who blanks a row gets the same: timed, floor 1.0
+    monkeypatch.setitem(thresholds.THRESHOLDS, "graph_vs_eager", {**thresholds.THRESHOLDS["graph_vs_eager"], "cpu": None})
+    res = measure_relative_speedup(sleeper(0.008), sleeper(0.002), sleeper(0.012), inputs, check="graph_vs_eager",
+                                   fraction=0.5, profile="cpu", min_sample_s=0.0, min_calls=1)
+    assert res.verdict == "fail" and res.floor == 1.0
+
+
+def test_relative_trials_rotate_the_order_of_the_three_sides():
+    order: list[str] = []
+
+    def tagged(tag, seconds):
+        def fn(x):
+            time.sleep(seconds)
+            order.append(tag)
+            return x * 2.0
+        return fn
+
+    measure_relative_speedup(tagged("b", 0.004), tagged("r", 0.001), tagged("c", 0.001), inputs,
+                             check="graph_vs_eager", fraction=0.5, profile="cpu", warmup=1,
+                             min_calls=1, min_sample_s=0.0, max_sample_s=0.001)
+    firsts = order[3:][::3]  # after the warm-up, one call per side per trial
+    assert len(firsts) >= 6
+    assert set(firsts[:6]) == {"b", "r", "c"}
+    triples = {tuple(order[3 + 3 * k: 6 + 3 * k]) for k in range(6)}
+    assert len(triples) == 6  # all six orders
+
+
+def test_relative_fraction_must_be_in_range():
+    with pytest.raises(ValueError, match="fraction"):
+        measure_relative_speedup(sleeper(0.001), sleeper(0.001), sleeper(0.001), inputs, check="graph_vs_eager",
+                                 fraction=1.5, profile="cpu")
