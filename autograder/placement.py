@@ -612,7 +612,23 @@ def _echo_other_lines(text: str, stream: Any) -> None:
         stream.flush()
 
 
-def capture(fn: Callable[..., Any], *args: Any, echo: bool = True, **kwargs: Any) -> Capture:
+def forget_placements() -> None:
+    """Make TensorFlow place every function again at its next call.
+
+    The placer logs a graph's nodes only when the runtime instantiates the
+    graph: a ``tf.function``'s first call for an input signature, and the
+    one-op function behind each new eager op signature.  The instantiations
+    are kept in the eager context's kernel cache; clearing it (measured on
+    2.21: ``tests/test_placement.py``) makes the next call instantiate, place
+    and log the graph again.  Variables and other resources are not touched.
+    """
+    from tensorflow.python.eager import context
+
+    context.context().clear_kernel_cache()
+
+
+def capture(fn: Callable[..., Any], *args: Any, echo: bool = True, fresh: bool = False,
+            **kwargs: Any) -> Capture:
     """Run ``fn(*args, **kwargs)`` and return the placement lines it logged.
 
     Calls :func:`start_logging` first, so logging is on from then on (TF 2.21
@@ -622,16 +638,22 @@ def capture(fn: Callable[..., Any], *args: Any, echo: bool = True, **kwargs: Any
     (unless ``echo`` is false), so nothing ``fn`` printed is lost.  If ``fn``
     raises, its output is echoed and the exception propagates.
 
-    Only work done inside ``fn`` is in the capture, and a ``tf.function``
-    traced before the capture logs just its ``__inference_...`` call, not its
-    nodes.  Raises :class:`PlacementLoggingOff`, before calling ``fn``, when
-    TensorFlow cannot log eager placement in this process.
+    Only work done inside ``fn`` is in the capture.  By default a
+    ``tf.function`` that already ran before the capture logs just its
+    ``__inference_...`` call, not its nodes; with ``fresh=True`` the capture
+    first calls :func:`forget_placements`, so every function ``fn`` runs is
+    placed (and logged) again and the capture does not depend on what ran
+    before it.  Checks of exercises use ``fresh=True``.  Raises
+    :class:`PlacementLoggingOff`, before calling ``fn``, when TensorFlow
+    cannot log eager placement in this process.
     """
     start_logging()
     import tensorflow as tf
 
     with _capture_lock:
         _check_eager_logging(tf)
+        if fresh:
+            forget_placements()
         streams: dict[str, str] = {}
         try:
             with _fds_redirected() as streams:

@@ -329,6 +329,40 @@ scap = pl.capture(soft)
 out["soft"] = {"gpus": len(tf.config.list_physical_devices("GPU")), "add": scap.devices_for("AddV2"),
                "result": scap.result.device}
 
+# A placement check must not depend on whether the function already ran (issue 12, item 7).
+def make_named():
+    @tf.function
+    def named(x):
+        with tf.device("/CPU:1"):
+            return tf.identity(x * 2.0, name="doubled")
+    return named
+
+def graph_view(cap):
+    return sorted((r.node_name, r.op_type, r.short_device) for r in cap.records
+                  if r.kind == "graph" and r.op_type not in pl.PLUMBING_OPS)
+
+def verdict(cap):
+    try:
+        pl.assert_ops_on_device(cap, "/CPU:1", ops=["Mul"])
+        return "ok"
+    except AssertionError as e:
+        return str(e)
+
+never_called, called_before = make_named(), make_named()
+with pl._fds_redirected():  # keeps its placement lines out of the output other tests read
+    called_before(a)  # a self-check call before the graded one
+views = {}
+for label, fn in (("never_called", never_called), ("called_before", called_before)):
+    fresh = pl.capture(fn, a, fresh=True)
+    views[label] = {"graph": graph_view(fresh), "verdict": verdict(fresh)}
+views["stale"] = {"graph": graph_view(pl.capture(called_before, a)), "verdict": None}
+views["fresh_again"] = {"graph": graph_view(pl.capture(called_before, a, fresh=True)), "verdict": None}
+with pl._fds_redirected():
+    v_after = tf.Variable([5.0, 6.0])
+pl.forget_placements()
+views["variable_kept"] = v_after.numpy().tolist()
+out["history"] = views
+
 out["probes"] = {}
 for probe in pl.ORIGIN_PROBES:
     seen = pl.measure_probe(probe).ops()
@@ -421,6 +455,19 @@ def test_soft_placement_runs_gpu_scoped_work_on_cpu_without_a_gpu(scenario):
         pytest.skip("this machine has a GPU; soft placement does not kick in")
     assert out["soft"]["add"] == ["CPU:0"]
     assert out["soft"]["result"].endswith("device:CPU:0")
+
+
+def test_fresh_capture_gives_the_same_verdict_whether_or_not_the_function_already_ran(scenario):
+    views = scenario[0]["history"]
+    assert views["never_called"]["graph"], "a first call logs the function's nodes"
+    assert ["doubled", "Identity", "CPU:1"] in views["never_called"]["graph"]
+    assert views["called_before"] == views["never_called"]
+    assert views["never_called"]["verdict"] == "ok"
+    # without fresh=True a function that already ran logs only its call, not its nodes
+    assert views["stale"]["graph"] == []
+    # and a fresh capture can be repeated
+    assert views["fresh_again"]["graph"] == views["never_called"]["graph"]
+    assert views["variable_kept"] == [5.0, 6.0]
 
 
 @pytest.mark.parametrize("call", [p.call for p in ORIGIN_PROBES])
