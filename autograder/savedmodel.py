@@ -119,11 +119,19 @@ def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float
                 raise SavedModelError(result["error"])
             return result
         result["outputs"] = {}
+        result["outputs_also"] = {}
         for loader in request["loaders"] if request["signature"] else []:
             result["outputs"][loader] = []
             for i in range(len(batches)):
                 with np.load(work / f"outputs_{loader}_{i}.npz", allow_pickle=False) as data:
                     result["outputs"][loader].append({k: data[k] for k in data.files})
+            for j, other in enumerate(request.get("also", [])):
+                outs = result["outputs_also"].setdefault(other, {}).setdefault(loader, [])
+                for i in range(len(batches)):
+                    if not (work / f"also{j}_{loader}_{i}.npz").exists():
+                        break   # not called: missing, or other specs (check_export says which)
+                    with np.load(work / f"also{j}_{loader}_{i}.npz", allow_pickle=False) as data:
+                        outs.append({k: data[k] for k in data.files})
         return result
 
 
@@ -281,27 +289,48 @@ def check_export(
     atol: float = 1e-5,
     loaders: Sequence[str] = LOADERS,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    also: Sequence[str] = (),
 ) -> SignatureRun:
     """The whole deployment check in one fresh process: the signature's specs
     (checked first, so a wrong spec is reported as such), then every batch
-    through every loader compared with ``reference``."""
+    through every loader compared with ``reference``.
+
+    ``also`` names further signatures that must be the same function: the same
+    specs, and the same outputs (compared with ``reference`` on every batch,
+    through every loader)."""
     from autograder.timing import compare_outputs
 
-    request = {"export_dir": _check_dir(export_dir), "signature": signature, "loaders": list(loaders)}
+    also = [name for name in also if name != signature]
+    request = {"export_dir": _check_dir(export_dir), "signature": signature, "loaders": list(loaders),
+               "also": also}
     result = _spawn(request, list(batches), timeout_s, strict=False)
     signatures = {name: _signature_from_json(name, spec) for name, spec in result["signatures"].items()}
     if result.get("error") and not signatures:
         raise SavedModelError(result["error"])
-    check_spec(signatures, signature, inputs=inputs, outputs=outputs)
+    sig = check_spec(signatures, signature, inputs=inputs, outputs=outputs)
+    for other in also:
+        if other not in signatures:
+            raise AssertionError(
+                f"the SavedModel has signatures {sorted(signatures)}; register the same function as "
+                f"{other!r} too (signatures={{{signature!r}: f, {other!r}: f}})")
+        found = signatures[other]
+        if found.inputs != sig.inputs or found.outputs != sig.outputs:
+            raise AssertionError(
+                f"{other!r} is {found.describe()}, but {signature!r} is {sig.describe()}; "
+                "register the same function under both names")
     if result.get("error"):
         raise SavedModelError(result["error"])
-    run = SignatureRun(signatures[signature], signatures, result["outputs"][loaders[0]], result["outputs"])
+    run = SignatureRun(sig, signatures, result["outputs"][loaders[0]], result["outputs"])
     _compare_run(run, signature, reference, batches, rtol, atol, compare_outputs)
+    for other in also:
+        other_run = SignatureRun(signatures[other], signatures, [], result["outputs_also"][other])
+        _compare_run(other_run, other, reference, batches, rtol, atol, compare_outputs,
+                     hint=f" ({other!r} must be the same function as {signature!r})")
     return run
 
 
 def _compare_run(run: SignatureRun, signature: str, reference: Callable, batches: Sequence[Mapping[str, Any]],
-                 rtol: float, atol: float, compare_outputs: Callable) -> None:
+                 rtol: float, atol: float, compare_outputs: Callable, hint: str = "") -> None:
     pairs = [(batch, got) for outputs in run.outputs_by_loader.values() for batch, got in zip(batches, outputs)]
     for batch, got in pairs:
         size = len(next(iter(batch.values()))) if batch else 0
@@ -310,14 +339,14 @@ def _compare_run(run: SignatureRun, signature: str, reference: Callable, batches
         if missing:
             raise AssertionError(
                 f"signature {signature!r} returned keys {sorted(got)}, expected {sorted(expected)}: "
-                "return a dict with those keys from the exported function"
+                f"return a dict with those keys from the exported function{hint}"
             )
         for key in sorted(expected):
             problem = compare_outputs(expected[key], got[key], rtol=rtol, atol=atol)
             if problem:
                 raise AssertionError(
                     f"on a batch of {size}, output {key!r} of the reloaded signature {signature!r} "
-                    f"differs from the original model: {problem.replace('output', key, 1)}"
+                    f"differs from the original model: {problem.replace('output', key, 1)}{hint}"
                 )
 
 
@@ -361,6 +390,7 @@ def _worker(work: Path) -> None:
             f"Pass signatures={{{name!r}: ...}} to tf.saved_model.save"
         )
         return finish()
+    also = request.get("also", [])
     fn = loaded.signatures[name]
     feeds = []
     for i in range(request["n_batches"]):
@@ -370,8 +400,15 @@ def _worker(work: Path) -> None:
         if mismatch:
             result["error"] = mismatch
             return finish()
-    for loader in request["loaders"]:
-        call = _function_caller(fn) if loader == "function" else _session_caller(request["export_dir"], name)
+    # The main signature, then the ones that must be the same function (a
+    # missing one, or one with other specs, is left to the parent to report).
+    targets = [(name, "outputs_{loader}_{i}.npz")] + [
+        (other, f"also{j}_{{loader}}_{{i}}.npz") for j, other in enumerate(also)
+        if other in loaded.signatures
+        and not _feed_mismatch(other, loaded.signatures[other].structured_input_signature[1], feeds[0])]
+    for loader, (sig_name, pattern) in [(ld, t) for ld in request["loaders"] for t in targets]:
+        call = (_function_caller(loaded.signatures[sig_name]) if loader == "function"
+                else _session_caller(request["export_dir"], sig_name))
         for i, feed in enumerate(feeds):
             try:
                 out = call(feed)
@@ -380,7 +417,7 @@ def _worker(work: Path) -> None:
                 how = ("tf.saved_model.load" if loader == "function"
                        else "the session loader (saved_model_cli run's path, like TF Serving's C++ loader)")
                 result["error"] = (
-                    f"calling signature {name!r} of the SavedModel reloaded with {how}, on {{{shapes}}}, "
+                    f"calling signature {sig_name!r} of the SavedModel reloaded with {how}, on {{{shapes}}}, "
                     f"failed: {type(exc).__name__}: {_first_line(exc)}"
                 )
                 if loader == "session" and "Could not find variable" in str(exc):
@@ -391,7 +428,7 @@ def _worker(work: Path) -> None:
                         "(e.g. module.weights = [v.value for v in model.variables])."
                     )
                 return finish()
-            np.savez(work / f"outputs_{loader}_{i}.npz", **out)
+            np.savez(work / pattern.format(loader=loader, i=i), **out)
     finish()
 
 
