@@ -245,6 +245,29 @@ def profile_calls(fn: Callable[..., Any], *args: Any, logdir: str | Path, steps:
     return max(new, key=lambda p: p.stat().st_mtime) if new else find_xplane(logdir)
 
 
+def assert_profiler_stopped() -> None:
+    """Raise ``AssertionError`` if a profiler session is still running (one a
+    learner's function started and never stopped); stop it first, so that
+    later checks can profile.  Probes by starting a session of its own."""
+    import tempfile
+
+    import tensorflow as tf
+
+    probe = tempfile.mkdtemp(prefix="profiler-probe-")
+    try:
+        tf.profiler.experimental.start(probe)
+    except Exception as error:
+        try:
+            tf.profiler.experimental.stop()
+        except Exception:
+            pass
+        raise AssertionError(
+            f"the profiler is still running after profile_steps returned ({type(error).__name__}); "
+            "call tf.profiler.experimental.stop() (a `with Profile(...)` block does it for you), "
+            "also when the step raises (try/finally)") from None
+    tf.profiler.experimental.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m autograder.profiler_trace LOGDIR_OR_FILE [--by name] [--top N] [--plane P]``:
     print a trace's op table.  Exit 2 on a missing or unreadable trace."""
