@@ -56,6 +56,10 @@ HEAVY_IMPORT = re.compile(r"^(?:import|from) (?:tensorflow|keras|starlette|uvico
 TF_NAMESPACES = ("", "config", "config.experimental", "config.threading", "config.optimizer",
                  "random", "debugging", "math", "linalg", "nn", "test", "dtypes", "autograph")
 NUMPY_NAMESPACES = ("", "testing", "random", "linalg")
+# A locked cell's comment line naming state its own functions update: frozen by identity only.
+STATE_MARKER = "# autograder: state "
+# Module data a check sets once, lazily, on first use (a probe's answer): not a change.
+LAZY_STATE = {"autograder.placement": ("_eager_logging_works",)}
 KERNEL_REBINDS = frozenset({"input", "raw_input"})
 USER_MODULE_NAMES = {"tf": "tensorflow", "tensorflow": "tensorflow", "np": "numpy", "numpy": "numpy",
                      "time": "time", "autograder": "autograder"}
@@ -112,6 +116,107 @@ def _code_of(obj: Any) -> Any:
     return getattr(obj, "__code__", None)
 
 
+_LEAF_TYPES = (bool, int, str, bytes, type(None), type(Ellipsis))
+_MAX_ITEMS = 5000
+_MAX_HASH_BYTES = 64 * 2**20
+
+
+def _array_digest(arr: Any) -> tuple:
+    import hashlib
+
+    data = arr.tobytes() if arr.nbytes <= _MAX_HASH_BYTES else b""
+    return ("array", str(arr.dtype), tuple(arr.shape), hashlib.blake2b(data, digest_size=16).hexdigest(),
+            id(arr) if not data and arr.nbytes else 0)
+
+
+def fingerprint(obj: Any, depth: int = 0) -> Any:
+    """A value that changes when ``obj`` is rebound inside or mutated: functions by
+    their code, defaults and closure, containers and arrays by content, other
+    objects by identity (and the notebook-defined callables set on them)."""
+    if isinstance(obj, _LEAF_TYPES):
+        return (type(obj).__name__, obj)
+    if isinstance(obj, (float, complex)):
+        return (type(obj).__name__, repr(obj))
+    if depth > 6 or isinstance(obj, types.ModuleType):
+        return ("id", id(obj))
+    if isinstance(obj, types.FunctionType):
+        cells = tuple(id(_cell_value(c)) for c in (obj.__closure__ or ()))
+        return ("function", id(obj), id(obj.__code__), fingerprint(obj.__defaults__, depth + 1),
+                fingerprint(obj.__kwdefaults__, depth + 1), cells, id(obj.__globals__))
+    if isinstance(obj, types.MethodType):
+        return ("method", fingerprint(obj.__func__, depth + 1), id(obj.__self__))
+    if isinstance(obj, type):
+        return ("class", id(obj), tuple(sorted((k, id(v)) for k, v in vars(obj).items())))
+    python_function = getattr(type(obj), "python_function", None)
+    if isinstance(python_function, property):  # tf.function: its Python function and compile setting
+        inner = vars(obj).get("_python_function")
+        return ("tf.function", id(obj), fingerprint(inner, depth + 1), vars(obj).get("_jit_compile"))
+    if isinstance(obj, (list, tuple, set, frozenset, dict)):
+        items = list(obj.items()) if isinstance(obj, dict) else list(obj)
+        if len(items) > _MAX_ITEMS:
+            return ("id", id(obj), len(items))
+        parts = [fingerprint(i, depth + 1) for i in items]
+        if isinstance(obj, (set, frozenset)):
+            parts.sort(key=repr)
+        return (type(obj).__name__, id(obj) if isinstance(obj, (list, dict, set)) else 0, tuple(parts))
+    kind = type(obj).__name__
+    if kind == "ndarray" and hasattr(obj, "tobytes"):
+        return _array_digest(obj)
+    if kind == "EagerTensor":
+        try:
+            return _array_digest(obj.numpy())
+        except Exception:
+            return ("id", id(obj))
+    import dataclasses
+
+    if dataclasses.is_dataclass(obj):
+        return ("dataclass", id(obj), tuple(fingerprint(getattr(obj, f.name, None), depth + 1)
+                                            for f in dataclasses.fields(obj)))
+    own = vars(obj) if hasattr(obj, "__dict__") and isinstance(getattr(obj, "__dict__", None), dict) else {}
+    patched = tuple(sorted(k for k, v in own.items() if callable(v) and _defined_in_notebook(v)))
+    return ("object", id(obj), patched)
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
+def bound_names(source: str) -> list[str]:
+    """The global names a cell binds: at its top level (assignments, defs, imports,
+    loops, ``with``), not inside the functions it defines (except ``global``)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    found: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(stmt.name)
+            continue
+        inner = ast.Module(body=[stmt], type_ignores=[])
+        scoped = {id(n) for f in ast.walk(inner) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                    ast.ClassDef, ast.Lambda))
+                  for n in ast.walk(f) if n is not f}
+        for node in ast.walk(inner):
+            if id(node) in scoped:
+                continue
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                found.add(node.id)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(node.name)
+    found.update(n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names)
+    state = {n.strip() for line in source.splitlines() if line.strip().startswith(STATE_MARKER)
+             for n in line.strip()[len(STATE_MARKER):].split(",")}
+    return sorted(f"state:{n}" if n in state else n for n in found)
+
+
 @dataclass
 class Snapshot:
     """What the grader's world looked like before learner code ran."""
@@ -122,6 +227,43 @@ class Snapshot:
     genuine: dict[str, Any] = field(default_factory=dict)  # public check function name -> object
     builtins: dict[str, Any] = field(default_factory=dict)
     hooks: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # label -> (object, fingerprint)
+    frozen: dict[str, tuple[str, Any, Any]] = field(default_factory=dict)  # name -> (cell label, object, fingerprint)
+    frozen_classes: dict[str, tuple[type, dict]] = field(default_factory=dict)  # class label -> (class, vars)
+
+    def freeze(self, user_ns: dict, names: list[str], label: str) -> None:
+        """Record what ``names`` refer to now: a locked cell (``label``) just bound them.
+
+        A name written ``"state:NAME"`` is state the exercise's own functions
+        update (a call counter): only its identity is frozen, not its content."""
+        for entry in names:
+            state = entry.startswith("state:")
+            name = entry[len("state:"):] if state else entry
+            if name not in user_ns:
+                self.frozen.pop(name, None)
+                continue
+            obj = user_ns[name]
+            self.frozen[name] = (label, obj, None if state else fingerprint(obj))
+            for cls in type(obj).__mro__:
+                if (getattr(cls, "__module__", "") or "").startswith(("tensorflow", "keras")):
+                    key = f"{cls.__module__}.{cls.__qualname__}"
+                    methods = {k: v for k, v in vars(cls).items()
+                               if isinstance(v, (types.FunctionType, staticmethod, classmethod, property))}
+                    self.frozen_classes.setdefault(key, (cls, methods))
+
+    def _frozen_problems(self, user_ns: dict) -> list[str]:
+        found = []
+        for name, (label, obj, print_) in self.frozen.items():
+            if name not in user_ns or user_ns[name] is not obj:
+                found.append(f"{name!r}, bound by the locked {label}, was rebound")
+            elif print_ is not None and fingerprint(obj) != print_:
+                found.append(f"{name!r}, bound by the locked {label}, was changed")
+        for key, (cls, attrs) in self.frozen_classes.items():
+            now = vars(cls)
+            added = [v for k, v in now.items() if k not in attrs and callable(v) and _defined_in_notebook(v)]
+            if any(now.get(k) is not v for k, v in attrs.items()) or added:
+                found.append(f"the class {key} was patched")
+        return found
 
     def _record(self, owner: Any, name: str, label: str) -> None:
         obj = vars(owner).get(name) if isinstance(owner, (types.ModuleType, type)) else getattr(owner, name)
@@ -155,9 +297,13 @@ class Snapshot:
                 continue
             if vars(builtins).get(name) is not obj:
                 found.append(f"the builtin {name} was replaced")
+        for label, (obj, print_) in self.data.items():
+            if fingerprint(obj) != print_:
+                found.append(f"{label} was changed")
         found += self._hook_problems()
         if user_ns is not None:
             found += self._namespace_problems(user_ns, names)
+            found += self._frozen_problems(user_ns)
         return found
 
     def _hook_problems(self) -> list[str]:
@@ -183,6 +329,11 @@ class Snapshot:
                     found.append(f"an IPython {event} callback was registered by the notebook")
             if getattr(shell, "run_cell", None) != self.hooks["run_cell"]:
                 found.append("IPython's run_cell was replaced")
+            for name in sorted({k for k, v in vars(shell).items() if callable(v)} - self.hooks.get("instance", set())):
+                found.append(f"IPython's {name} was replaced on the shell")
+            kernel = getattr(shell, "kernel", None)
+            if kernel is not None and any(_defined_in_notebook(v) for v in vars(kernel).values() if callable(v)):
+                found.append("the kernel's request handling was replaced")
         return found
 
     def _namespace_problems(self, user_ns: dict, names: list[str] | None) -> list[str]:
@@ -202,6 +353,68 @@ class Snapshot:
         return found
 
 
+def _record_module(snap: Snapshot, module: types.ModuleType, name: str) -> None:
+    """Every attribute of a grader module, private ones included: functions and
+    classes by identity and code (a class's methods too), data by fingerprint."""
+    for attr, obj in list(vars(module).items()):
+        if (attr.startswith("__") and attr.endswith("__")) or attr in LAZY_STATE.get(name, ()):
+            continue
+        snap._record(module, attr, f"{name}.{attr}")
+        if isinstance(obj, type) and getattr(obj, "__module__", None) == name:
+            for meth, value in vars(obj).items():
+                if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
+                    snap._record(obj, meth, f"{name}.{attr}.{meth}")
+        elif not callable(obj) and not isinstance(obj, types.ModuleType):
+            snap.data[f"{name}.{attr}"] = (obj, fingerprint(obj))
+
+
+_TF_CHAIN = re.compile(r"\btf\.([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)")
+
+
+def tf_attributes_used(module_names: list[str]) -> set[str]:
+    """Dotted ``tf.`` attribute chains the grader's modules call (read from their source)."""
+    chains: set[str] = set()
+    for name in module_names:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                chains.update(_TF_CHAIN.findall(handle.read()))
+        except OSError:
+            continue
+    return chains
+
+
+def _record_tf_chain(snap: Snapshot, tf: Any, chain: str) -> None:
+    owner, label = tf, "tf"
+    for part in chain.split("."):
+        try:
+            obj = vars(owner).get(part) if isinstance(owner, types.ModuleType) else getattr(owner, part, None)
+        except Exception:
+            return
+        if obj is None or (not isinstance(owner, types.ModuleType) and not isinstance(owner, type)):
+            return
+        label = f"{label}.{part}"
+        if label not in snap.objects and not isinstance(obj, types.ModuleType):  # modules load lazily
+            snap._record(owner, part, label)
+        if isinstance(obj, type):
+            for meth, value in vars(obj).items():
+                if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
+                    snap._record(obj, meth, f"{label}.{meth}")
+        owner = obj
+
+
+def _shell_classes(shell: Any) -> list[type]:
+    """IPython's shell and kernel classes, whose methods decide how a cell runs and fails."""
+    classes = list(type(shell).__mro__)
+    kernel = getattr(shell, "kernel", None)
+    if kernel is not None:
+        classes += list(type(kernel).__mro__)
+    return [c for c in classes if (getattr(c, "__module__", "") or "").startswith(("IPython", "ipykernel"))]
+
+
 def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
     """Import the checks (and TensorFlow when ``include_tf``) and record them."""
     snap = Snapshot()
@@ -214,10 +427,10 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
         except Exception:  # a module that cannot import here is never used by tests here
             continue
         snap.modules[name] = module
+        _record_module(snap, module, name)
         for attr, obj in _callables(module).items():
             if getattr(obj, "__module__", None) != name:
                 continue
-            snap._record(module, attr, f"{name}.{attr}")
             snap.genuine.setdefault(attr, obj)
             if isinstance(obj, type):
                 for meth, value in vars(obj).items():
@@ -239,7 +452,15 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
             owner = _resolve(tf, ns)
             for attr in _callables(owner) if owner is not None else ():
                 snap._record(owner, attr, ".".join(filter(None, ("tf", ns, attr))))
+        for chain in sorted(tf_attributes_used([m for m in snap.modules if m.startswith("autograder.")])):
+            _record_tf_chain(snap, tf, chain)
+        from tensorflow.python.eager.polymorphic_function.polymorphic_function import Function
         from tensorflow.python.framework.ops import EagerTensor  # no tensor made: the runtime must not start yet
+
+        for cls in (Function, tf.types.experimental.ConcreteFunction, tf.GradientTape):
+            for meth, value in vars(cls).items():
+                if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
+                    snap._record(cls, meth, f"{cls.__name__}.{meth}")
 
         for cls in (tf.Tensor, tf.Variable, EagerTensor):
             for meth in ("numpy", "__array__", "__float__", "__bool__", "__eq__", "device"):
@@ -255,6 +476,11 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
         callbacks = getattr(events, "callbacks", {}) if events is not None else {}
         snap.hooks["events"] = {k: [id(f) for f in v] for k, v in callbacks.items()}
         snap.hooks["run_cell"] = getattr(shell, "run_cell", None)
+        for cls in _shell_classes(shell):
+            for meth, value in vars(cls).items():
+                if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
+                    snap._record(cls, meth, f"{cls.__module__}.{cls.__qualname__}.{meth}")
+        snap.hooks["instance"] = {k for k, v in vars(shell).items() if callable(v)}
     return snap
 
 
@@ -328,7 +554,9 @@ def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool, al
         f"    integrity.install_guards({list(hidden_dirs)!r}, allow={list(allow)!r}, writable={list(writable)!r})\n"
         f"    snap = integrity.take_snapshot(include_tf={include_tf!r}, shell=get_ipython())\n"
         "    ns = get_ipython().user_ns\n"
-        "    def report(names=None):\n"
+        "    def report(names=None, freeze=None, label=''):\n"
+        "        if freeze is not None:\n"
+        "            snap.freeze(ns, freeze, label)\n"
         "        return json.dumps(snap.problems(ns, names))\n"
         f"    builtins.__dict__['_autograder_{token}'] = report\n"
         "    snap.builtins = dict(vars(builtins))\n"
@@ -345,10 +573,14 @@ def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool, al
     )
 
 
-def verify_source(token: str, names: list[str] | None = None) -> str:
-    """A cell that prints the integrity report after ``token`` (no names left behind)."""
-    return (f"print({token!r} + __import__('builtins').__dict__['_autograder_{token}']({names!r}), "
-            "flush=True)\n")
+def verify_source(token: str, names: list[str] | None = None, *, freeze: list[str] | None = None,
+                  label: str = "") -> str:
+    """A cell that prints the integrity report after ``token`` (no names left behind).
+
+    With ``freeze``, it first records what those names refer to: the locked
+    cell ``label`` (or a test cell) just bound them."""
+    return (f"print({token!r} + __import__('builtins').__dict__['_autograder_{token}']({names!r}, "
+            f"{freeze!r}, {label!r}), flush=True)\n")
 
 
 def global_names(source: str) -> list[str] | None:
@@ -383,5 +615,5 @@ def parse_report(text: str, token: str) -> list[str]:
 def message(problems: list[str]) -> str:
     """The one-line feedback for a test that found the grader tampered with."""
     shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-    return (f"integrity: {shown}. The grader's clock, checks and the functions they use must not be "
-            "replaced; remove the code that changes them and resubmit")
+    return (f"integrity: {shown}. What the exercise's locked cells define, the grader's clock and checks, "
+            "and the functions they use must stay as given; remove the code that changes them and resubmit")

@@ -58,6 +58,13 @@ def is_test_cell(cell) -> bool:
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
+def is_locked_cell(cell) -> bool:
+    """A cell the learner must not change (nbgrader ``locked``), tests excluded."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("locked")) and bool(meta.get("grade_id")) and not is_test_cell(cell) \
+        and not meta.get("solution")
+
+
 def is_answer_cell(cell) -> bool:
     meta = nbgrader_meta(cell)
     return bool(meta.get("solution")) and not meta.get("grade")
@@ -75,17 +82,17 @@ def graded_parts(nb) -> list[GradedPart]:
     return list(seen.values())
 
 
-def restore_test_cells(submission, source):
-    """Return a copy of ``submission`` whose test cells come from ``source``.
+def restore_from_source(submission, source):
+    """Return a copy of ``submission`` whose test and locked cells come from ``source``.
 
-    Every test cell of the source appears exactly once, right after the
-    submission cell that precedes it in the source (matched by grade_id);
-    submission cells that claim a test grade_id are dropped.  Answer cells
-    missing from the submission are left missing: the runner scores the parts
-    that depend on them as 0 because their names are undefined.
+    Every test or locked cell of the source appears exactly once, right after
+    the submission cell that precedes it in the source (matched by grade_id);
+    submission cells that claim a test or locked grade_id are dropped, and so
+    are submission cells that claim to be tests.  Answer cells missing from the
+    submission are left missing: the parts that depend on them score 0.
     """
-    source_tests = [c for c in source.cells if is_test_cell(c)]
-    test_ids = {nbgrader_meta(c).get("grade_id") for c in source_tests}
+    restored = [c for c in source.cells if is_test_cell(c) or is_locked_cell(c)]
+    test_ids = {nbgrader_meta(c).get("grade_id") for c in restored}
     kept = [
         c for c in submission.cells
         if not (is_test_cell(c) or nbgrader_meta(c).get("grade_id") in test_ids)
@@ -96,7 +103,7 @@ def restore_test_cells(submission, source):
     anchor = -1
     for cell in source.cells:
         gid = nbgrader_meta(cell).get("grade_id")
-        if is_test_cell(cell):
+        if is_test_cell(cell) or is_locked_cell(cell):
             insert_after.setdefault(anchor, []).append(cell)
         elif gid in kept_ids:
             anchor = kept_ids[gid]

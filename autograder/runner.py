@@ -1,42 +1,38 @@
-"""Run a notebook in a fresh kernel and score its graded parts.
+"""Score test cells, and run a notebook for ``check`` through the grading path.
 
-Every cell runs in order in one new kernel (errors do not stop the run, as
-in nbgrader).  A test cell that finishes scores its points; one that raises
-scores 0 and its message becomes the feedback.  Only the exception's message
+A test cell passes only when it ran to its end: the kernel's ``execute_reply``
+says ``ok`` **and** the grader's end-of-cell sentinel (a random token printed
+by a line the grader appends after the test's last line) appeared in the
+cell's output.  Nothing a notebook does to error *display* (silenced
+tracebacks, ``sys.excepthook``) can turn a failure into a pass, because the
+verdict never depends on an error being shown.  Only the exception's message
 is reported, never a test cell's source, so hidden tests stay hidden.
+
+``run_notebook`` (the ``check`` command) runs the same worker as ``grade``
+(:mod:`autograder.sandbox`), without the namespace isolation a learner's own
+machine does not need, so both score a notebook the same way.
 """
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import time
+import secrets
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-from autograder import notebook as nbtools
 from autograder.results import Results, TestResult
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MAX_MESSAGE_CHARS = 2000
-DEFAULT_CELL_TIMEOUT_S = 600
+DEFAULT_CELL_TIMEOUT_S = 300.0
 
 
-def kernel_env(extra: dict | None = None) -> dict:
-    """The environment a notebook kernel starts with.
+def new_sentinel() -> str:
+    """A fresh token for one test cell; the notebook cannot know it in advance."""
+    return "AGEND" + secrets.token_hex(16)
 
-    Placement logging needs ``TF_CPP_MIN_LOG_LEVEL=0`` before TensorFlow is
-    imported, so the kernel gets it from the start.
-    """
-    env = dict(os.environ)
-    env["TF_CPP_MIN_LOG_LEVEL"] = "0"
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra or {})
-    return env
+
+def with_sentinel(source: str, sentinel: str) -> str:
+    """``source`` followed by a top-level line that prints ``sentinel`` when reached."""
+    return source.rstrip() + f"\nprint({sentinel!r}, flush=True)\n"
 
 
 def _without_log_lines(text: str) -> str:
@@ -47,18 +43,23 @@ def _without_log_lines(text: str) -> str:
     return "".join(line for line in text.splitlines(keepends=True) if not is_placement_line(line))
 
 
-def _text_outputs(cell) -> str:
+def stdout_of(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", [])
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+
+
+def _text_outputs(cell, sentinel: str) -> str:
     parts = []
     for out in cell.get("outputs", []):
         if out.get("output_type") == "stream" and out.get("name") == "stdout":
-            parts.append(_without_log_lines(out.get("text", "")))
+            parts.append(_without_log_lines(out.get("text", "").replace(sentinel + "\n", "").replace(sentinel, "")))
         elif out.get("output_type") in ("execute_result", "display_data"):
             parts.append(out.get("data", {}).get("text/plain", ""))
     return "".join(parts).strip()
 
 
 def error_of(cell) -> tuple[str, str] | None:
-    """The (exception name, message) a cell's outputs record, ANSI colours removed; None if it ran cleanly."""
+    """The (exception name, message) a cell's outputs record, ANSI colours removed; None if none shown."""
     for out in cell.get("outputs", []):
         if out.get("output_type") == "error":
             return out.get("ename", "Error"), _ANSI.sub("", out.get("evalue", ""))
@@ -77,93 +78,45 @@ def _message_for(ename: str, evalue: str) -> str:
     return text[:MAX_MESSAGE_CHARS]
 
 
-def score_cells(nb, *, visible_ids: set[str] | None = None) -> list[TestResult]:
-    """Score an executed notebook's test cells; one result per grade_id."""
-    results: dict[str, TestResult] = {}
-    for cell in nb.cells:
-        if not nbtools.is_test_cell(cell):
-            continue
-        meta = nbtools.nbgrader_meta(cell)
-        gid = meta.get("grade_id", "?")
-        points = float(meta.get("points", 0))
-        visibility = "visible" if visible_ids is None or gid in visible_ids else "after_published"
-        error = error_of(cell)
-        ran = cell.get("execution_count") is not None or cell.get("outputs")
-        if error:
-            ename, evalue = error
-            status = "inconclusive" if evalue.startswith("inconclusive") else "failed"
-            if ename == "NotImplementedError":
-                status = "failed"
-            result = TestResult(gid, 0.0, points, _message_for(ename, evalue), visibility, status)
-        elif not ran:
-            result = TestResult(gid, 0.0, points, "this test did not run (the notebook stopped before it)", visibility, "error")
-        else:
-            result = TestResult(gid, points, points, _text_outputs(cell)[:MAX_MESSAGE_CHARS] or "passed", visibility, "passed")
-        results.setdefault(gid, result)
-    return list(results.values())
+def score_test(cell, *, grade_id: str, points: float, reply: dict | None, sentinel: str,
+               visibility: str = "visible") -> TestResult:
+    """Score one executed test cell from the kernel's reply and the sentinel.
 
-
-def execute(nb, *, workdir: Path, cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
-            env: dict | None = None, kernel_name: str = "python3") -> str:
-    """Execute ``nb`` in place in a fresh kernel; return a note if the run stopped early."""
-    client = NotebookClient(
-        nb,
-        timeout=cell_timeout_s,
-        kernel_name=kernel_name,
-        allow_errors=True,
-        resources={"metadata": {"path": str(workdir)}},
-    )
-    note = ""
-    # The kernel's own fds 1 and 2 would otherwise be the grader's: TensorFlow's
-    # C++ log lines would land in `check --json` output.
-    with client.setup_kernel(env=kernel_env(env), cwd=str(workdir),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            try:
-                client.execute_cell(cell, index)
-            except CellTimeoutError:
-                note = f"cell {index + 1} ran longer than {cell_timeout_s:g} s and was stopped; later cells did not run"
-                cell.outputs = [nbformat.v4.new_output("error", ename="TimeoutError", evalue=note, traceback=[])]
-                break
-            except DeadKernelError:
-                note = f"the kernel died in cell {index + 1} (crash, os._exit or out of memory); later cells did not run"
-                cell.outputs = [nbformat.v4.new_output("error", ename="KernelDied", evalue=note, traceback=[])]
-                break
-    return note
+    ``reply`` is the content of the kernel's ``execute_reply`` (None: no reply
+    came).  The error shown in the cell's outputs is used only for its text;
+    the reply decides."""
+    status = (reply or {}).get("status")
+    if status == "error" or (status is None and error_of(cell)):
+        ename = (reply or {}).get("ename") or (error_of(cell) or ("Error", ""))[0]
+        evalue = _ANSI.sub("", (reply or {}).get("evalue") or (error_of(cell) or ("", ""))[1])
+        verdict = "inconclusive" if evalue.startswith("inconclusive") and ename != "NotImplementedError" else "failed"
+        return TestResult(grade_id, 0.0, points, _message_for(ename, evalue), visibility, verdict)
+    if status != "ok":
+        return TestResult(grade_id, 0.0, points, "this test did not run (the notebook stopped before it)",
+                          visibility, "error")
+    if sentinel not in stdout_of(cell):
+        return TestResult(grade_id, 0.0, points,
+                          "this test did not run to its end (its last line was never reached, or the notebook "
+                          "changed how cells run or print); remove code that alters printing or cell execution",
+                          visibility, "failed")
+    return TestResult(grade_id, points, points, _text_outputs(cell, sentinel)[:MAX_MESSAGE_CHARS] or "passed",
+                      visibility, "passed")
 
 
 def run_notebook(path: Path | str, *, source: Path | str | None = None,
-                 cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S, env: dict | None = None,
-                 workdir: Path | str | None = None) -> Results:
-    """Execute a notebook in a fresh kernel and grade it.
+                 cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S) -> Results:
+    """Run a notebook in a fresh kernel and grade it, as ``grade`` does but without
+    namespace isolation; ``source`` (default: the notebook itself) supplies the
+    test and locked cells.  The notebook's sibling files are copied beside it."""
+    from dataclasses import replace
 
-    ``source`` is the nbgrader source (or release) notebook whose test cells
-    replace the submission's.  The kernel runs with ``workdir`` (default: the
-    notebook's folder) as its working directory.
-    """
+    from autograder import sandbox
+
     path = Path(path)
-    nb = nbtools.load(path)
-    visible_ids = None
-    if source is not None:
-        source_nb = nbtools.load(source)
-        nb = nbtools.restore_test_cells(nb, source_nb)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-    start = time.perf_counter()
-    note = execute(nb, workdir=Path(workdir or path.parent), cell_timeout_s=cell_timeout_s, env=env)
-    elapsed = time.perf_counter() - start
-    tests = score_cells(nb, visible_ids=visible_ids)
-    from autograder.hardware import quiet_current_profile
-
-    try:
-        profile = quiet_current_profile().to_dict()
-    except Exception as exc:  # a bad AUTOGRADER_PROFILE is reported, not fatal here
-        profile = {"name": "unknown", "error": str(exc)}
-    return Results(tests=tests, notebook=str(path), profile=profile, output=note,
-                   execution_time_s=round(elapsed, 3))
-
-
+    source = Path(source) if source is not None else path
+    data = [p for p in path.parent.iterdir() if p.name != path.name and not p.name.startswith(".")] \
+        if path.parent.is_dir() else []
+    limits = replace(sandbox.Limits(), cell_timeout_s=cell_timeout_s)
+    results = sandbox.run_submission(path, source, limits=limits, data_files=data, isolate=False)
+    results.notebook = str(path)
+    return results

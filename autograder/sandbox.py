@@ -58,6 +58,7 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 import nbformat  # noqa: E402
 
+from autograder import integrity  # noqa: E402
 from autograder import notebook as nbtools  # noqa: E402
 from autograder.results import Results, TestResult  # noqa: E402
 
@@ -148,7 +149,7 @@ def prepare(submission: Path, source: Path) -> Prepared:
         return prepared
     try:
         nb = nbtools.load(submission)
-        merged = nbtools.restore_test_cells(nb, source_nb)
+        merged = nbtools.restore_from_source(nb, source_nb)
     except nbtools.NotebookError as exc:
         prepared.error = str(exc).replace(str(submission), submission.name)
         return prepared
@@ -171,6 +172,10 @@ def prepare(submission: Path, source: Path) -> Prepared:
                 prepared.tests[meta["grade_id"]] = cell.source
                 prepared.cells.append({"kind": "test", "grade_id": meta["grade_id"],
                                        "points": float(meta.get("points", 0)), "label": label})
+            elif nbtools.is_locked_cell(cell):
+                # The grader records what it binds and checks before every test that it still does.
+                prepared.cells.append({"kind": "locked", "source": cell.source, "label": label,
+                                       "binds": integrity.bound_names(cell.source)})
             else:
                 prepared.cells.append({"kind": "code", "source": cell.source, "label": label})
     prepared.include_tf = any("tensorflow" in c.source for c in source_nb.cells if c.cell_type == "code")
@@ -311,17 +316,47 @@ def clean_env(workdir: Path) -> dict[str, str]:
     for name in PASS_ENV:
         if name in os.environ:
             env[name] = os.environ[name]
+    # The worker and kernel import the very autograder package this grader runs (and may read).
+    import autograder
+
+    env["PYTHONPATH"] = str(Path(autograder.__file__).resolve().parent.parent)
     return env
 
 
-def _sandbox_parent() -> Path:
-    """The folder that holds every sandbox, and that each sandbox sees as a fresh tmpfs.
+def allowed_paths() -> list[str]:
+    """What a sandboxed kernel may read besides the system folders and its own:
+    the Python installation, the ``autograder`` package, and the course's op
+    build files (exercise 7 builds with them; their build cache stays out)."""
+    import autograder
 
-    A dedicated folder, not the temp dir itself: a repository or virtual
-    environment that lives under /tmp (a CI clone, say) must stay visible to
-    the sandboxed kernel."""
-    parent = Path(tempfile.gettempdir()) / "autograder-sandboxes"
-    parent.mkdir(mode=0o711, exist_ok=True)
+    paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    paths.update(os.path.realpath(p) for p in sys.path if p and os.path.isdir(p) and "site-packages" in p)
+    package = Path(autograder.__file__).resolve().parent
+    paths.add(str(package))
+    ops = package.parent / "book" / "ops"
+    if ops.is_dir():
+        paths.update(str(f) for f in ops.iterdir() if f.is_file())
+    return sorted(paths)
+
+
+def _sandbox_parent() -> Path:
+    """This user's private folder for sandboxes (``<tmp>/autograder-sandboxes-<uid>``, mode 0700).
+
+    One per user: a folder another user made first (or a link planted in its
+    place) is refused with a message, never used."""
+    import stat
+
+    from autograder.errors import UsageError
+
+    parent = Path(tempfile.gettempdir()) / f"autograder-sandboxes-{os.getuid()}"
+    try:
+        parent.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(parent)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise UsageError(f"{parent} is not a private folder of yours (owner uid {info.st_uid}, mode "
+                         f"{stat.filemode(info.st_mode)}); remove it, or set TMPDIR to a folder of your own")
     return parent
 
 
@@ -437,8 +472,8 @@ def run_submission(
             "hidden_dirs": hidden,
             "include_tf": prepared.include_tf,
             "isolate": isolate,
-            "keep_paths": sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                                                 sys.base_exec_prefix)}),
+            "keep_paths": allowed_paths(),
+            "allow_paths": allowed_paths(),
             "cgroups": [str(p) for p in (cgroups.paths if cgroups else [])],
             "memory_cgroup": str(cgroups.memory) if cgroups and cgroups.memory else "",
             "pids_cgroup": str(cgroups.pids) if cgroups and cgroups.pids else "",
@@ -493,6 +528,7 @@ def run_submission(
         if cgroups is not None:
             cgroups.remove()
         shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(workdir.with_name(workdir.name + ".root"), ignore_errors=True)
         log_tail = ""
         if log_path.exists():
             log_tail = log_path.read_bytes()[-4000:].decode("utf-8", "replace")

@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder import integrity
+from autograder import integrity, runner
 from autograder.results import TestResult
 from autograder.sandbox import KERNEL_CONFIG_ENV, KERNEL_NAME, Limits, clean_env
 
@@ -59,41 +59,101 @@ def _loopback_up() -> None:
         sock.close()
 
 
-def isolate_worker(workdir: Path, hidden_dirs: list[str], limits: Limits, *, keep_paths: list[str]) -> dict:
-    """Enter new mount and network namespaces and hide everything but ``workdir``.
+NO_ISOLATION_WARNING = (
+    "NOT ISOLATED: this machine allows no namespaces, so the kernel could read any file this user can "
+    "(course files, other submissions); only a Python audit hook stands guard, and a subprocess or ctypes "
+    "walks around it. Grade on a machine with unprivileged user namespaces (or as root)")
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+CLONE_NEWUSER = 0x10000000
+MNT_DETACH = 2
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 
-    ``workdir``'s parent (the grader's temporary folder, where other
-    submissions' sandboxes live) becomes a fresh tmpfs of ``limits.disk_mb``
-    holding a copy of ``workdir`` only, so whatever the notebook writes is
-    bounded and private.  ``hidden_dirs`` are covered by empty read-only tmpfs;
-    ``keep_paths`` under a hidden folder (the Python installation under the
-    grader's home) are bound back read-only.  Returns which mechanisms are in
-    force; raises OSError when namespaces are unavailable."""
+
+def _enter_user_namespace() -> None:
+    """Become root of a new user namespace (mapped to our own uid), so that an
+    unprivileged grader can build the same private root as a root one."""
+    uid, gid = os.getuid(), os.getgid()
+    _check(_libc.unshare(CLONE_NEWUSER), "unshare user")
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"0 {uid} 1")
+    Path("/proc/self/gid_map").write_text(f"0 {gid} 1")
+
+
+def _locked_flags(path: str) -> int:
+    """The mount flags a read-only remount must keep (the kernel refuses to drop them)."""
+    flags = os.statvfs(path).f_flag
+    return (flags & (os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC)) | \
+        (MS_RDONLY if flags & os.ST_RDONLY else 0)
+
+
+def _bind(source: str, root: str, *, writable: bool = False) -> None:
+    """Make ``source`` appear at the same path under ``root`` (read-only unless ``writable``)."""
+    target = root + source
+    if os.path.islink(source) and os.path.dirname(source) == "/":  # /bin -> usr/bin on merged-/usr systems
+        os.symlink(os.readlink(source), target)
+        return
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        Path(target).touch()
+    _mount(source, target, None, MS_BIND | MS_REC)
+    if not writable:
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _locked_flags(target))
+
+
+def isolate_worker(workdir: Path, allow_paths: list[str], limits: Limits) -> dict:
+    """Move this process into a private root that holds only an allowlist.
+
+    New mount and network namespaces (and a user namespace first when not
+    root); the network has only loopback.  The new root is a small tmpfs
+    holding read-only binds of ``SYSTEM_PATHS``, ``/dev`` and ``allow_paths``
+    (the Python installation, the ``autograder`` package and the files the
+    exercises build with), a private copy of ``workdir`` on a tmpfs of
+    ``limits.disk_mb``, and fresh ``/tmp`` and ``/dev/shm``.  Nothing else of
+    the machine exists there: not the course repository, its ``.git``,
+    ``solutions/`` or ``tests/``, nor any other submission, whatever tool
+    looks.  Raises OSError when namespaces are unavailable."""
+    mechanisms = {}
+    if os.geteuid() != 0:
+        _enter_user_namespace()
+        mechanisms["user"] = "unprivileged user namespace"
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare")
     _loopback_up()
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    original = os.open(workdir, os.O_PATH | os.O_DIRECTORY)
-    _mount("tmpfs", str(workdir.parent), "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits.disk_mb}m,mode=1777")
-    _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
-    shutil.copytree(f"/proc/self/fd/{original}", workdir, symlinks=True)
-    os.close(original)
-    masked = []
-    for hidden in hidden_dirs:
-        if not os.path.isdir(hidden) or str(workdir).startswith(hidden.rstrip("/") + "/"):
-            continue
-        inside = [k for k in keep_paths if k.startswith(hidden.rstrip("/") + "/") and os.path.isdir(k)]
-        fds = {k: os.open(k, os.O_PATH | os.O_DIRECTORY) for k in inside}
-        _mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
-        for keep, fd in fds.items():
-            os.makedirs(keep, exist_ok=True)
-            _mount(f"/proc/self/fd/{fd}", keep, None, MS_BIND | MS_REC)
-            os.close(fd)
-        _mount(None, hidden, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-        masked.append(hidden)
-    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY)
-    return {"network": "namespace (loopback only)",
-            "filesystem": f"read-only root, private {limits.disk_mb} MB tmpfs for the sandbox folder",
-            "hidden": masked}
+    root = str(workdir.with_name(workdir.name + ".root"))
+    os.makedirs(root, exist_ok=True)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
+    for path in SYSTEM_PATHS:
+        if os.path.lexists(path):
+            _bind(path, root)
+    _bind("/dev", root, writable=True)
+    for private in ("/tmp", "/dev/shm"):  # before the allowlist: a course checkout may live under /tmp
+        os.makedirs(root + private, exist_ok=True)
+        _mount("tmpfs", root + private, "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=1777")
+    for path in sorted(set(allow_paths)):
+        if os.path.exists(path) and not os.path.exists(root + path):
+            _bind(path, root)
+    os.makedirs(root + "/proc", exist_ok=True)
+    _mount("/proc", root + "/proc", None, MS_BIND | MS_REC)
+    os.makedirs(root + str(workdir), exist_ok=True)
+    _mount("tmpfs", root + str(workdir), "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits.disk_mb}m,mode=755")
+    shutil.copytree(workdir, root + str(workdir), symlinks=True, dirs_exist_ok=True)
+    os.makedirs(root + "/.old", exist_ok=True)
+    number = SYS_PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(0, f"pivot_root: unknown system call number on {os.uname().machine}")
+    _check(_libc.syscall(number, root.encode(), (root + "/.old").encode()), "pivot_root")
+    os.chdir("/")
+    _check(_libc.umount2(b"/.old", MNT_DETACH), "umount old root")
+    os.rmdir("/.old")
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir(workdir)
+    mechanisms.update({"network": "namespace (loopback only)",
+                       "filesystem": (f"private root: system folders, Python and the autograder package "
+                                      f"read-only; the submission on a private {limits.disk_mb} MB tmpfs"),
+                       "hidden": ["everything not on the allowlist"]})
+    return mechanisms
 
 
 def _kernel_spec(workdir: Path, config: dict) -> None:
@@ -251,6 +311,7 @@ def _make_client_class():
             self.output_used: dict[int, int] = {}
             self.overflowed: set[int] = set()
             self.timed_out: set[int] = set()
+            self.replies: dict[int, dict] = {}  # cell index -> the kernel's execute_reply content
             self._current = -1
             self._interrupted_at: float | None = None
 
@@ -259,6 +320,11 @@ def _make_client_class():
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
 
         execute_cell = run_sync(async_execute_cell)
+
+        async def _check_raise_for_error(self, cell, cell_index, exec_reply):
+            if exec_reply is not None:
+                self.replies[cell_index] = dict(exec_reply.get("content", {}))
+            return await super()._check_raise_for_error(cell, cell_index, exec_reply)
 
         async def _async_handle_timeout(self, timeout, cell=None):
             now = time.monotonic()
@@ -298,6 +364,7 @@ class _Worker:
         self.watchdog: _Watchdog | None = None
         self.sandbox: dict = {}
         self.profile: dict | None = None
+        self.frozen: dict[str, str] = {}  # frozen name -> how it is frozen ("NAME" or "state:NAME")
 
     def send(self, event: dict) -> None:
         self.out.write(json.dumps(event) + "\n")
@@ -326,9 +393,19 @@ class _Worker:
             self.client.timeout = old
         return cell, index
 
-    def check_integrity(self, names: list[str] | None) -> list[str]:
-        cell, _ = self.run_cell(integrity.verify_source(self.token, names), timeout=60, store_history=False)
-        return integrity.parse_report(_stdout_of(cell), self.token)
+    def check_integrity(self, names: list[str] | None, *, freeze: list[str] | None = None,
+                        label: str = "") -> list[str]:
+        """The integrity report (frozen names included); ``freeze`` first records those names."""
+        if freeze is not None:
+            self.frozen.update({entry.removeprefix("state:"): entry for entry in freeze})
+        cell, _ = self.run_cell(integrity.verify_source(self.token, names, freeze=freeze, label=label),
+                                timeout=60, store_history=False)
+        return integrity.parse_report(runner.stdout_of(cell), self.token)
+
+    def frozen_rebound(self, test_source: str) -> list[str]:
+        """Frozen names a test cell bound again (its own objects are the grader's)."""
+        return sorted(self.frozen[n.removeprefix("state:")] for n in integrity.bound_names(test_source)
+                      if n.removeprefix("state:") in self.frozen)
 
     def setup(self) -> dict:
         info = {"cgroups": "pids and memory" if self.job.get("cgroups") else "none (psutil watchdog)",
@@ -346,14 +423,15 @@ class _Worker:
                   "rlimit_fsize": self.limits.disk_mb * 2**20,
                   "rlimit_nproc": self.limits.max_processes + _tasks_of(os.getuid()),
                   "drop_caps": os.geteuid() == 0, "pid_namespace": False}
-        if self.job.get("isolate") and os.geteuid() == 0:
+        if self.job.get("isolate"):
             try:
-                info.update(isolate_worker(self.workdir, self.job["hidden_dirs"], self.limits,
-                                           keep_paths=self.job.get("keep_paths", [])))
+                info.update(isolate_worker(self.workdir, self.job.get("allow_paths", []), self.limits))
+                config["drop_caps"] = True
                 config["pid_namespace"] = True
                 info["processes"] = "own PID namespace, no capabilities"
             except OSError as exc:
                 info["namespaces"] = f"unavailable ({exc.strerror or exc})"
+                info["warning"] = NO_ISOLATION_WARNING
         for sub in ("matplotlib", "ipython", "jupyter-runtime", "jupyter-config", "jupyter-data"):
             (self.workdir / ".tmp" / sub).mkdir(parents=True, exist_ok=True)
         _kernel_spec(self.workdir, config)
@@ -385,23 +463,28 @@ class _Worker:
                     self.token, hidden_dirs=self.job["hidden_dirs"], include_tf=self.job["include_tf"],
                     allow=self.job.get("keep_paths", []), writable=[str(self.workdir)]),
                     timeout=max(120.0, self.limits.cell_timeout_s), store_history=False)
-                ready = [line for line in _stdout_of(boot).splitlines() if line.startswith(self.token + "ready")]
+                ready = [line for line in runner.stdout_of(boot).splitlines() if line.startswith(self.token + "ready")]
                 if not ready:
                     raise RuntimeError("the grader's bootstrap cell failed: " + _error_text(boot))
                 self.profile = json.loads(ready[0][len(self.token + "ready"):] or "null")
                 for spec in self.job["cells"]:
                     label = spec["label"]
-                    if spec["kind"] == "code":
+                    if spec["kind"] in ("code", "locked"):
                         pending = self.run_learner_cell(spec["source"], label) or pending
+                        if spec["kind"] == "locked" and not tampered:
+                            tampered = self.check_integrity([], freeze=spec["binds"], label=label)
                         continue
                     source = self.test_source(spec["grade_id"])
                     names = integrity.global_names(source)
                     if not tampered:
                         tampered = self.check_integrity(names)
-                    cell, index, stopped = self.run_limited(source, label)
+                    sentinel = runner.new_sentinel()
+                    cell, index, stopped = self.run_limited(runner.with_sentinel(source, sentinel), label)
                     if not tampered:
-                        tampered = self.check_integrity(names)
-                    self.send({"part": asdict(self.score(spec, cell, index, pending or stopped, tampered))})
+                        # The test's own bindings are the grader's: they stay frozen from here on.
+                        tampered = self.check_integrity(names, freeze=self.frozen_rebound(source), label=label)
+                    self.send({"part": asdict(self.score(spec, cell, index, pending or stopped, tampered,
+                                                         sentinel))})
                     pending = ""
         except CellTimeoutError:
             note = (f"{label} ran longer than {self.limits.cell_timeout_s:g} s, did not stop when "
@@ -437,39 +520,29 @@ class _Worker:
         if index in self.client.overflowed:
             return (f"{label} printed more than {self.limits.output_kb} KB of output; "
                     "print less (a summary, not every value)")
-        from autograder.runner import error_of  # lazy: the kernel launcher in this module stays light
-
-        error = error_of(cell)
+        reply = self.client.replies.get(index) or {}
+        error = (reply["ename"], reply.get("evalue", "")) if reply.get("status") == "error" else runner.error_of(cell)
         if error and error[0] == "MemoryError":
             return f"{label} ran out of memory (limit {self.limits.memory_mb} MB)"
         if error and error[0] in ("SystemExit",):
             return f"{label} called sys.exit(); remove it, a notebook must run to the end"
         return ""
 
-    def score(self, spec: dict, cell, index: int, pending: str, tampered: list[str]) -> TestResult:
-        from autograder import runner
-
+    def score(self, spec: dict, cell, index: int, pending: str, tampered: list[str], sentinel: str) -> TestResult:
         gid, points = spec["grade_id"], spec["points"]
         if tampered:
             return TestResult(gid, 0.0, points, integrity.message(tampered), "visible", "failed")
         if index in self.client.overflowed:
             return TestResult(gid, 0.0, points, f"this test printed more than {self.limits.output_kb} KB of "
                               "output (does your function print in a loop?); print less", "visible", "failed")
-        cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": gid, "points": points}
         if pending:  # a limit broken by this part's cells costs the part, whatever the test found
             return TestResult(gid, 0.0, points, pending, "visible", "failed")
-        return runner.score_cells(nbformat.v4.new_notebook(cells=[cell]))[0]
-
-
-def _stdout_of(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.get("outputs", [])
-                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        return runner.score_test(cell, grade_id=gid, points=points, reply=self.client.replies.get(index),
+                                 sentinel=sentinel)
 
 
 def _error_text(cell) -> str:
-    from autograder.runner import error_of
-
-    error = error_of(cell)
+    error = runner.error_of(cell)
     if error:
         return f"{error[0]}: {error[1]}"
     text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")

@@ -55,7 +55,7 @@ def test_restore_replaces_edited_deleted_and_duplicated_tests():
     sub.cells[1].source = "pass  # edited test"
     del sub.cells[3]                                # deleted test
     sub.cells.append(_cell("pass", "test-x", test=True, points=99, cell_id="copied"))  # duplicated test id
-    restored = nbtools.restore_test_cells(sub, source)
+    restored = nbtools.restore_from_source(sub, source)
     tests = [c for c in restored.cells if nbtools.is_test_cell(c)]
     assert [c.source for c in tests] == ["assert x == 1", "assert y == 2"]
     order = [nbtools.nbgrader_meta(c)["grade_id"] for c in restored.cells]
@@ -65,7 +65,7 @@ def test_restore_replaces_edited_deleted_and_duplicated_tests():
 def test_restore_keeps_a_missing_answer_missing():
     sub = _source()
     del sub.cells[2]  # the learner deleted answer-y
-    restored = nbtools.restore_test_cells(sub, _source())
+    restored = nbtools.restore_from_source(sub, _source())
     order = [nbtools.nbgrader_meta(c)["grade_id"] for c in restored.cells]
     assert order == ["answer-x", "test-x", "test-y"]
     nbformat.validate(restored)

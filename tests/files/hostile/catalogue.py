@@ -188,6 +188,56 @@ SECRET_WORD = DATA.upper() if not reached else "REACHED " + ",".join(reached)
 '''
 
 
+# Any tool, not only Python's open(): a subprocess, git, a walk of the whole disk.
+READ_COURSE = '''import os, subprocess
+found = []
+for tool in (["git", "-C", {repo!r}, "show", "HEAD:README.md"], ["ls", {repo!r} + "/solutions", {repo!r} + "/.git"],
+             ["cat", {repo!r} + "/tests/conftest.py"]):
+    try:
+        out = subprocess.run(tool, capture_output=True, text=True, timeout=30)
+        if out.returncode == 0 and out.stdout.strip():
+            found.append(" ".join(tool[:2]))
+    except (OSError, subprocess.SubprocessError):
+        pass
+for top in ("/", "/tmp", "/home", "/root", "/work", "/srv", "/var"):
+    for root, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev", "usr", "lib", "site-packages")]
+        if "tiny.ipynb" in files and root != os.getcwd() or ".git" in dirs or "solutions" in dirs:
+            found.append(root)
+            break
+SECRET_WORD = DATA.upper() if not found else "FOUND " + " ".join(found[:3])
+'''
+
+# Errors silenced every way a notebook can: the tests still fail (the kernel's reply and the
+# grader's end-of-cell sentinel decide, not what is displayed).
+SILENCED = '''import sys
+ip = get_ipython()
+ip.showtraceback = lambda *a, **k: None
+ip._showtraceback = lambda *a, **k: None
+sys.excepthook = lambda *a, **k: None
+def double(x):
+    raise NotImplementedError()
+'''
+
+# A class-level patch of IPython that swallows every exception in a cell.
+SWALLOWED_IN_CLASS = '''from IPython.core.interactiveshell import InteractiveShell
+_original = InteractiveShell.run_code
+async def _run_code(self, code_obj, result=None, *, async_=False):
+    try:
+        exec(code_obj, self.user_global_ns, self.user_ns)
+    except Exception:
+        pass
+    return False
+InteractiveShell.run_code = _run_code
+def double(x):
+    return 3 * x
+'''
+
+
+def _read_course(ctx: Context) -> bytes:
+    return _bytes(_solved(word=READ_COURSE.format(repo=str(REPO))))
+
+
 def _read_hidden(ctx: Context) -> bytes:
     word = READ_HIDDEN.format(tiny=str(TINY_SOURCE), solutions=str(REPO / "solutions"),
                               submissions=str(ctx.submissions), out=str(ctx.out))
@@ -301,5 +351,10 @@ CASES = [
     Case("huge-embedded-outputs", _huge_outputs, FULL),
     Case("unusual-valid-style", _unusual_style, FULL),
     Case("missing-answer-cell", _missing_answer_cell, DOUBLE_ONLY, {"test-word": "'answer-word' is missing"}),
+    Case("read-course-with-any-tool", _read_course, FULL, without_namespaces=DOUBLE_ONLY),
+    Case("silenced-tracebacks", answers(double=SILENCED), ZERO, {"test-double": "showtraceback was replaced"}),
+    Case("swallowed-in-the-class", answers(double=SWALLOWED_IN_CLASS), ZERO, {"test-double": "integrity"}),
+    Case("rebinds-locked-data", answers(word=CORRECT_WORD + "DATA = 'x'\nSECRET_WORD = 'X'\n"), DOUBLE_ONLY,
+         {"test-word": "'DATA', bound by the locked cell"}),
     Case("correct-3", answers(), FULL),
 ]
