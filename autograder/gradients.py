@@ -409,13 +409,15 @@ def assert_loop_gradients_match(
     require_graph_loop: bool = True,
     **kwargs: Any,
 ) -> None:
-    """Gradients through a loop: ``fn`` (a ``tf.function``) must contain a
-    graph ``While`` loop for the first inputs, unless
-    ``require_graph_loop=False``, and its gradients must match
+    """Gradients through a loop: ``fn`` (a ``tf.function``, or a Python
+    function that calls one) must compute its result with a graph ``While``
+    loop for the first inputs (a loop beside the answer does not count),
+    unless ``require_graph_loop=False``, and its gradients must match
     ``reference_fn``'s (keywords as for ``assert_gradients_match``)."""
     if require_graph_loop:
         from autograder.tracing import assert_has_op
 
         args = make_inputs()
-        assert_has_op(fn, "While", *_as_tensor_inputs(args, kwargs.get("dtype")), name=kwargs.get("name"))
+        assert_has_op(fn, "While", *_as_tensor_inputs(args, kwargs.get("dtype")), name=kwargs.get("name"),
+                      computes_output=True)
     assert_gradients_match(fn, reference_fn, make_inputs, **kwargs)
