@@ -29,6 +29,24 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def isolation_available() -> str:
+    """Whether ``grade`` can give each kernel a private root here (asked of a child process)."""
+    import subprocess
+    import sys
+
+    from autograder.sandbox_worker import NO_ISOLATION_WARNING
+
+    probe = ("import ctypes, os\n"
+             "libc = ctypes.CDLL(None, use_errno=True)\n"
+             "flags = 0x00020000 | 0x40000000 | (0 if os.geteuid() == 0 else 0x10000000)\n"
+             "raise SystemExit(0 if libc.unshare(flags) == 0 else 1)\n")
+    ok = subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+    if not ok:
+        return NO_ISOLATION_WARNING
+    how = "as root" if os.geteuid() == 0 else "through an unprivileged user namespace"
+    return f"private root per submission ({how}): only the Python environment, the autograder package and the submission are visible"
+
+
 def machine_report() -> dict:
     """Facts about this machine and TensorFlow, as a dict."""
     from autograder.hardware import quiet_current_profile
@@ -53,6 +71,7 @@ def machine_report() -> dict:
         "profile": profile.name,
         "profile_injected": profile.injected,
         "exercise_device": profile.device(),
+        "sandbox": isolation_available(),
         "checks": [
             {"check": name, "runs": profile.has_gpu or on_cpu,
              "how": f"graded on {profile.device()}" if profile.has_gpu else how}
@@ -70,6 +89,7 @@ def format_report(report: dict) -> str:
                    else "none found" + (" (TensorFlow built with CUDA " + str(report["cuda_version"]) + ")" if report["built_with_cuda"] else "")),
         f"Hardware profile: {report['profile']}" + (" (set by --profile/AUTOGRADER_PROFILE)" if report["profile_injected"] else " (detected)"),
         f"Exercises place work on: {report['exercise_device']}",
+        f"Grading sandbox: {report['sandbox']}",
         "Checks on this machine:",
     ]
     for item in report["checks"]:
