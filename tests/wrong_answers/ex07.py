@@ -1,23 +1,64 @@
-"""Planted wrong answers for exercise 7 (custom op kernel and gradient)."""
-from tests.wrong_answers import WrongAnswer
+"""Mutation catalogue for exercise 7 (custom op kernel and gradient): per
+clause of every part a wrong answer, two right answers written differently,
+and the hostile classes.
+
+Clauses (the parts' **Specification** lists):
+- test-kernel: 1 compiles, 2 output 0 has the input's shape and dtype, 3 every
+  element x * sigmoid(beta_ x), finite for large |x|, 4 float and double, each
+  in its own precision.
+- test-gradient (swish_grad on its own): 1 dy times the derivative, x's shape
+  and dtype, 2 the op's own beta, 3 TensorFlow ops (works in a graph).
+- test-gradient-numeric: 1 the registered gradient agrees with finite
+  differences through the kernel.
+- test-device: 1 op and gradient run on RUN_ON in a graph with soft placement
+  off, with the right values.
+
+Every distinct kernel is one C++ build (about 15 s), so kernels are shared
+between cases where they can be.
+"""
+import json
+
+from tests.conftest import EXERCISES
+from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "07_custom_ops"
 
 FULL = {"test-kernel": 4, "test-gradient": 2, "test-gradient-numeric": 2, "test-device": 2}
+ZERO = {k: 0 for k in FULL}
+ANSWERS = ("answer-kernel", "answer-gradient")
 
-# The attribute is read in the constructor but the loop hard-codes beta = 1.
-KERNEL_IGNORES_BETA = '''
+
+def released(gid: str) -> str:
+    """The unanswered answer cell ``gid`` of the release."""
+    nb = json.loads((EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == gid:
+            return "".join(cell["source"])
+    raise KeyError(gid)
+
+
+KERNEL_TEMPLATE = '''
 SWISH_COMPUTE = r"""
     const Tensor& input = context->input(0);
     Tensor* output = nullptr;
-    OP_REQUIRES_OK(context, context->allocate_output(0, input.shape(), &output));
+    OP_REQUIRES_OK(context, context->allocate_output(0, {shape}, &output));
     auto x = input.flat<T>();
     auto y = output->flat<T>();
-    for (int64_t i = 0; i < x.size(); ++i) y(i) = x(i) / (T(1) + std::exp(-x(i)));
+    const T beta = static_cast<T>(beta_);
+    for (int64_t i = 0; i < x.size(); ++i) {{
+      {body}
+    }}
 """
 '''
 
-# A missing semicolon: every part needs the op, so every part reports the compiler's line.
+
+def kernel(body="y(i) = x(i) / (T(1) + std::exp(-beta * x(i)));", shape="input.shape()"):
+    return KERNEL_TEMPLATE.format(body=body, shape=shape)
+
+
+# --- Part 1: the kernel ------------------------------------------------------------------------
+
+# Clause 1: a missing semicolon.
 KERNEL_DOES_NOT_COMPILE = '''
 SWISH_COMPUTE = r"""
     const Tensor& input = context->input(0);
@@ -25,15 +66,63 @@ SWISH_COMPUTE = r"""
     OP_REQUIRES_OK(context, context->allocate_output(0, input.shape(), &output));
 """
 '''
+# Clause 2: a flat output of the right size and values, whatever the input's shape.
+KERNEL_FLAT_OUTPUT = kernel(shape="TensorShape({input.NumElements()})")
+# Clause 3: beta read in the constructor, but the loop hard-codes beta = 1.
+KERNEL_IGNORES_BETA = kernel(body="y(i) = x(i) / (T(1) + std::exp(-x(i)));")
+# Clause 3: exp(bx) / (1 + exp(bx)) is inf / inf = NaN for large x.
+KERNEL_OVERFLOWS = kernel(body="const T e = std::exp(beta * x(i)); y(i) = x(i) * e / (T(1) + e);")
+# Clause 4: every T computed through float: double results lose their precision.
+KERNEL_IN_FLOAT = kernel(body="const float v = static_cast<float>(x(i)); "
+                              "y(i) = static_cast<T>(v / (1.0f + std::exp(-beta_ * v)));")
 
-# d/dx [x s(bx)] taken as s(bx): the product rule's second term is missing.
-GRADIENT_WITHOUT_PRODUCT_RULE = '''
-def swish_grad(op, dy):
-    x = op.inputs[0]
-    return dy * tf.sigmoid(tf.cast(op.get_attr("beta"), x.dtype) * x)
+# Right: an Eigen expression over the flat views.
+KERNEL_EIGEN = '''
+SWISH_COMPUTE = r"""
+    const Tensor& input = context->input(0);
+    Tensor* output = nullptr;
+    OP_REQUIRES_OK(context, context->allocate_output(0, input.shape(), &output));
+    auto x = input.flat<T>();
+    const T beta = static_cast<T>(beta_);
+    output->flat<T>() = x * ((x * (-beta)).exp() + T(1)).inverse();
+"""
 '''
 
-# Right formula in NumPy: works eagerly, but a graph has no values to call .numpy() on.
+# Right: the sigmoid first, through pointers.
+KERNEL_POINTERS = '''
+SWISH_COMPUTE = r"""
+    const Tensor& in = context->input(0);
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(context, context->allocate_output(0, in.shape(), &out));
+    const T* src = in.flat<T>().data();
+    T* dst = out->flat<T>().data();
+    for (int64_t i = 0, n = in.NumElements(); i < n; ++i) {
+      const T s = T(1) / (T(1) + std::exp(-static_cast<T>(beta_) * src[i]));
+      dst[i] = src[i] * s;
+    }
+"""
+'''
+
+# --- Part 2: the gradient ------------------------------------------------------------------------
+
+GRADIENT_TEMPLATE = '''
+def swish_grad(op, dy):
+    x = op.inputs[0]
+    beta = {beta}
+    s = tf.sigmoid(beta * x)
+    {result}
+'''
+
+
+def gradient(beta='tf.cast(op.get_attr("beta"), x.dtype)', result="return dy * (s + beta * x * s * (1 - s))"):
+    return GRADIENT_TEMPLATE.format(beta=beta, result=result)
+
+
+# Clause 1: d/dx [x s(bx)] taken as s(bx): the product rule's second term is missing.
+GRADIENT_WITHOUT_PRODUCT_RULE = gradient(result="return dy * s")
+# Clause 2: beta fixed at 1.
+GRADIENT_BETA_ONE = gradient(beta="tf.constant(1.0, x.dtype)")
+# Clause 3: the right formula in NumPy: works eagerly, but a graph has no values.
 GRADIENT_IN_NUMPY = '''
 def swish_grad(op, dy):
     x = op.inputs[0].numpy()
@@ -41,30 +130,150 @@ def swish_grad(op, dy):
     s = 1 / (1 + np.exp(-beta * x))
     return dy * tf.constant(s + beta * x * s * (1 - s), dtype=dy.dtype)
 '''
+# Test-device clause 1: the gradient pinned to the host's first CPU.
+GRADIENT_ON_CPU0 = '''
+def swish_grad(op, dy):
+    with tf.device("/CPU:0"):
+        x = op.inputs[0]
+        beta = tf.cast(op.get_attr("beta"), x.dtype)
+        s = tf.sigmoid(beta * x)
+        return dy * (s + beta * x * s * (1 - s))
+'''
+
+# Right: let a tape differentiate the formula inside the gradient function.
+GRADIENT_BY_TAPE = '''
+def swish_grad(op, dy):
+    x = tf.identity(op.inputs[0])
+    beta = tf.cast(op.get_attr("beta"), x.dtype)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x * tf.math.sigmoid(beta * x)
+    return tape.gradient(y, x, output_gradients=dy)
+'''
+
+# Right: from the op's output, y = x s: dy/dx = beta y + s (1 - beta y).
+GRADIENT_FROM_OUTPUT = '''
+def swish_grad(op, dy):
+    (x,) = op.inputs
+    y = op.outputs[0]
+    beta = tf.constant(op.get_attr("beta"), dtype=op.get_attr("T"))
+    s = tf.math.sigmoid(beta * x)
+    return dy * (beta * y + s * (1 - beta * y))
+'''
+
+# --- hostile ---------------------------------------------------------------------------------------
+
+# Rebinds a locked name: build_swish hands back the Python reference, no C++ built.
+REBIND_BUILD_SWISH = '''
+import types as _types
+SWISH_COMPUTE = ""
+build_swish = lambda body, gpu=False: _types.SimpleNamespace(swish=lambda x, beta=1.0: swish_reference(x, beta))
+'''
+
+# Patches the grader: every gradient comparison reports a match.
+PATCH_COMPARE = GRADIENT_WITHOUT_PRODUCT_RULE + '''
+import autograder.gradients as _gradients
+_gradients._compare = lambda got, expected, rtol, atol: (True, 0.0, 0.0, ())
+'''
+
+# Duck-typed: a str that formats (and so names its op) as a correct kernel,
+# while the C++ it hands the compiler copies the input.
+KERNEL_DUCK = '''
+class _Kernel(str):
+    def __format__(self, spec):
+        return """
+    const Tensor& input = context->input(0);
+    Tensor* output = nullptr;
+    OP_REQUIRES_OK(context, context->allocate_output(0, input.shape(), &output));
+    auto x = input.flat<T>();
+    auto y = output->flat<T>();
+    for (int64_t i = 0; i < x.size(); ++i) y(i) = x(i) / (T(1) + std::exp(-static_cast<T>(beta_) * x(i)));
+"""
+
+
+SWISH_COMPUTE = _Kernel("    context->set_output(0, context->input(0));\\n")
+'''
 
 CASES = [
     WrongAnswer(
-        name="kernel_ignores_beta",
-        replace={"answer-kernel": KERNEL_IGNORES_BETA},
-        expect={**FULL, "test-kernel": 0, "test-gradient-numeric": 0},
-        messages={"test-kernel": "beta=0.5", "test-gradient-numeric": "finite differences"},
+        name="ignores_beta_and_no_product_rule",
+        replace={"answer-kernel": KERNEL_IGNORES_BETA, "answer-gradient": GRADIENT_WITHOUT_PRODUCT_RULE},
+        expect=ZERO,
+        breaks={"test-kernel": 3, "test-gradient": 1, "test-gradient-numeric": 1, "test-device": 1},
+        messages={"test-kernel": "beta=0.5", "test-gradient": "swish_grad is wrong",
+                  "test-gradient-numeric": "finite differences", "test-device": "gradient is wrong"},
     ),
     WrongAnswer(
-        name="kernel_does_not_compile",
-        replace={"answer-kernel": KERNEL_DOES_NOT_COMPILE},
-        expect={name: 0 for name in FULL},
-        messages={name: "SWISH_COMPUTE" for name in FULL},
+        name="flat_output",
+        replace={"answer-kernel": KERNEL_FLAT_OUTPUT},
+        expect={**ZERO, "test-gradient": 2},
+        breaks={"test-kernel": 2},
+        messages={"test-kernel": "allocate output 0 with the input's shape"},
     ),
     WrongAnswer(
-        name="gradient_without_product_rule",
-        replace={"answer-gradient": GRADIENT_WITHOUT_PRODUCT_RULE},
-        expect={**FULL, "test-gradient": 0, "test-gradient-numeric": 0, "test-device": 0},
-        messages={"test-gradient": "swish gradient (beta=1.0)", "test-device": "gradient is wrong"},
+        name="float_precision_and_beta_one",
+        replace={"answer-kernel": KERNEL_IN_FLOAT, "answer-gradient": GRADIENT_BETA_ONE},
+        expect={**ZERO, "test-device": 2},
+        breaks={"test-kernel": 4, "test-gradient": 2, "test-gradient-numeric": 1},
+        messages={"test-kernel": "own precision", "test-gradient": "beta=0.5",
+                  "test-gradient-numeric": "finite differences"},
     ),
     WrongAnswer(
-        name="gradient_in_numpy",
-        replace={"answer-gradient": GRADIENT_IN_NUMPY},
-        expect={**FULL, "test-device": 0},
-        messages={"test-device": "numpy"},
+        name="does_not_compile_and_numpy_gradient",
+        replace={"answer-kernel": KERNEL_DOES_NOT_COMPILE, "answer-gradient": GRADIENT_IN_NUMPY},
+        expect=ZERO,
+        breaks={"test-kernel": 1, "test-gradient": 3},
+        messages={"test-kernel": "SWISH_COMPUTE", "test-gradient": "inside tf.function",
+                  "test-gradient-numeric": "SWISH_COMPUTE", "test-device": "SWISH_COMPUTE"},
+    ),
+    WrongAnswer(
+        name="overflows_and_gradient_on_cpu0",
+        replace={"answer-kernel": KERNEL_OVERFLOWS, "answer-gradient": GRADIENT_ON_CPU0},
+        expect={**FULL, "test-kernel": 0, "test-device": 0},
+        breaks={"test-kernel": 3, "test-device": 1},
+        messages={"test-kernel": "overflows", "test-device": "expected CPU:1"},
+    ),
+    RightAnswer(
+        name="eigen_and_tape",
+        replace={"answer-kernel": KERNEL_EIGEN, "answer-gradient": GRADIENT_BY_TAPE},
+        expect=FULL,
+    ),
+    RightAnswer(
+        name="pointers_and_output",
+        replace={"answer-kernel": KERNEL_POINTERS, "answer-gradient": GRADIENT_FROM_OUTPUT},
+        expect=FULL,
+    ),
+    WrongAnswer(
+        name="silenced_errors_unanswered",
+        replace={gid: (SILENCE_ERRORS if gid == ANSWERS[0] else "") + released(gid) for gid in ANSWERS},
+        expect=ZERO,
+        hostile="silenced-errors",
+    ),
+    WrongAnswer(
+        name="rebinds_build_swish",
+        replace={"answer-kernel": REBIND_BUILD_SWISH},
+        expect=ZERO,
+        messages={name: "integrity" for name in FULL},
+        hostile="rebinds-locked-name",
+    ),
+    WrongAnswer(
+        name="patches_gradient_compare",
+        replace={"answer-gradient": PATCH_COMPARE},
+        expect={**ZERO, "test-kernel": 4},
+        messages={"test-gradient": "integrity", "test-gradient-numeric": "integrity", "test-device": "integrity"},
+        hostile="patches-grader",
+    ),
+    WrongAnswer(
+        name="duck_typed_kernel_string",
+        replace={"answer-kernel": KERNEL_DUCK},
+        expect={**ZERO, "test-gradient": 2},
+        messages={"test-kernel": "must be a str", "test-device": "must be a str"},
+        hostile="duck-typed",
+    ),
+    WrongAnswer(
+        name="reads_course_files",
+        replace={"answer-kernel": steal_solution(ASSIGNMENT, "answer-kernel")},
+        expect={**ZERO, "test-gradient": 2},
+        hostile="reads-course-files",
     ),
 ]
