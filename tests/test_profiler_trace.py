@@ -165,3 +165,13 @@ def test_command_line_prints_the_table_and_refuses_bad_input(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: ")
     assert pt.main([str(tmp_path / "plugins")]) == 2
     assert "no profiler trace" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # starts the TensorFlow profiler
+def test_assert_profiler_stopped_stops_a_running_profiler_and_says_so(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    pt.assert_profiler_stopped()                       # nothing running: passes
+    tf.profiler.experimental.start(str(tmp_path))
+    with pytest.raises(AssertionError, match="still running"):
+        pt.assert_profiler_stopped()
+    pt.assert_profiler_stopped()                       # it stopped the one left running

@@ -191,3 +191,31 @@ def test_check_export_reports_the_spec_before_the_call(exported, fixed_batch):
     with pytest.raises(AssertionError, match="the batch dimension must be None"):
         sm.check_export(fixed_batch, "classify", inputs=spec, outputs=outs, reference=reference,
                         batches=batches(3), loaders=("function",))
+
+
+class TwoFunctions(Classifier):
+    """``classify`` and a ``scaled`` function with the same specs but other results."""
+
+    def __init__(self):
+        super().__init__()
+        spec = tf.TensorSpec([None, 4], tf.float32, name="features")
+        self.scaled = tf.function(lambda features: self._classify(features * 2.0), input_signature=[spec])
+
+
+@pytest.mark.slow  # loads TensorFlow in a fresh process
+def test_check_export_also_calls_the_other_signatures(tmp_path):
+    spec = {"features": ("float32", [None, 4])}
+    outs = {"probabilities": ("float32", [None, 3]), "label": ("int64", [None])}
+    module = TwoFunctions()
+    same, other = tmp_path / "same", tmp_path / "other"
+    tf.saved_model.save(module, str(same), signatures={"classify": module.classify, "serving_default": module.classify})
+    tf.saved_model.save(module, str(other), signatures={"classify": module.classify, "serving_default": module.scaled})
+    run = sm.check_export(same, "classify", also=("serving_default",), inputs=spec, outputs=outs,
+                          reference=reference, batches=batches(1, 5))
+    assert set(run.signatures) == {"classify", "serving_default"}
+    with pytest.raises(AssertionError, match="'serving_default' must be the same function as 'classify'"):
+        sm.check_export(other, "classify", also=("serving_default",), inputs=spec, outputs=outs,
+                        reference=reference, batches=batches(3))
+    with pytest.raises(AssertionError, match="register the same function as 'predict' too"):
+        sm.check_export(same, "classify", also=("predict",), inputs=spec, outputs=outs,
+                        reference=reference, batches=batches(3), loaders=("function",))
