@@ -28,7 +28,8 @@ USER = "autograder-instructor"
 def _as_user(command: str, *, timeout: float, cwd: Path) -> subprocess.CompletedProcess:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(cwd.parent), "LANG": "C.UTF-8",
            **{k: v for k, v in os.environ.items() if k.startswith("PIP_")}}
-    return subprocess.run(["runuser", "-u", USER, "--", "bash", "-c", command], cwd=cwd, env=env,
+    runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+    return subprocess.run([runuser, "-u", USER, "--", "bash", "-c", command], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
