@@ -303,6 +303,12 @@ def assert_runs_compiled(fn: Any, *args: Any, name: str | None = None, via: Any 
             if ran and any(_safe_compiled(c) for c in ran) and _looks_like_compile_error(str(exc)):
                 raise _compile_error(label, args, exc) from None
             raise
+    vlabel = via_name or _name_of(via, None)
+    if not ran and via is not None:
+        raise AssertionError(
+            f"{label} does not compute through {vlabel}: called with {describe_args(args)} it ran no "
+            f"tf.function at all. Call {vlabel} and return what it computes."
+        )
     if not ran:
         raise AssertionError(
             f"{label} ran no tf.function when called with {describe_args(args)}, so nothing was compiled by "
@@ -319,7 +325,6 @@ def assert_runs_compiled(fn: Any, *args: Any, name: str | None = None, via: Any 
         allowed = {id(f) for f in _via_functions(via)}
         stray = sorted({c.name for c in compiled if id(c.function) not in allowed})
         if stray or not any(id(c.function) in allowed for c in compiled):
-            vlabel = via_name or _name_of(via, None)
             raise AssertionError(
                 f"{label} does not compute through {vlabel}: the compiled functions it ran "
                 f"({', '.join(sorted({c.name for c in compiled}))}) are not {vlabel}'s. Call {vlabel}."
