@@ -81,3 +81,42 @@ def assert_variable_dtype(variable_or_layer: Any, dtype: Any, *, what: str | Non
                 else ""
             )
             raise AssertionError(f"{owner}variable {vname!r} has dtype {got_name}; expected {want_name}.{hint}")
+
+
+_MATMUL_OPS = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "_FusedMatMul", "Einsum")
+
+
+def matmul_dtypes(fn: Any, *args: Any) -> list[str]:
+    """The dtypes of the matrix multiplications that ``fn(*args)`` runs, read
+    from the graph TensorFlow traces for that call (functions it calls
+    included), in graph order: what executes, not what a layer says about
+    itself."""
+    import tensorflow as tf
+
+    concrete = tf.function(lambda *a: fn(*a)).get_concrete_function(*args)
+    graph_def = concrete.graph.as_graph_def()
+    nodes = list(graph_def.node)
+    for function in graph_def.library.function:
+        nodes += list(function.node_def)
+    found = []
+    for node in nodes:
+        if node.op in _MATMUL_OPS and "T" in node.attr:
+            found.append(tf.as_dtype(node.attr["T"].type).name)
+    return found
+
+
+def assert_compute_dtype(model: Any, x: Any, dtype: Any, *, at_least: int = 1, what: str | None = None) -> None:
+    """Fail unless calling ``model(x)`` runs at least ``at_least`` matrix
+    multiplications in ``dtype`` (judged from the traced graph of the call, so
+    a layer that only claims a policy does not pass)."""
+    want = _dtype_name(dtype)
+    label = _label(model, what)
+    found = matmul_dtypes(model, x)
+    count = sum(1 for d in found if d == want)
+    if count < at_least:
+        seen = ", ".join(found) if found else "none"
+        raise AssertionError(
+            f"{label} runs {count} matrix multiplication(s) in {want} when called, expected at least {at_least} "
+            f"(the matmuls it runs are in: {seen}). Its layers must compute under the policy, not only name it: "
+            + _POLICY_HINT.format(want=f"mixed_{want}" if want in ("float16", "bfloat16") else want) + "."
+        )
