@@ -57,3 +57,36 @@ def test_variables_stay_float32_under_a_mixed_policy():
     assert_variable_dtype(tf.Variable(1.0), "float32")
     with pytest.raises(AssertionError, match="has no variables yet"):
         assert_variable_dtype(keras.layers.Dense(3, name="unbuilt"), tf.float32)
+
+
+def test_compute_dtype_is_read_from_the_matmuls_that_run():
+    from autograder.dtypes import assert_compute_dtype, matmul_dtypes
+
+    def mlp(policy):
+        return keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu", dtype=policy),
+                                 keras.layers.Dense(3, dtype="float32")])
+
+    x = tf.ones((2, 4))
+    assert matmul_dtypes(mlp("mixed_bfloat16"), x) == ["bfloat16", "float32"]
+    assert_compute_dtype(mlp("mixed_float16"), x, "float16")
+    assert_compute_dtype(mlp("float32"), x, tf.float32, at_least=2)
+
+    class NamesThePolicy(keras.Model):
+        """Its Dense layer carries the mixed policy; its call multiplies in float32 itself."""
+
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(3, dtype="mixed_float16")
+            self.dense.build((None, 4))
+
+        def call(self, x):
+            return tf.matmul(x, tf.convert_to_tensor(self.dense.kernel))
+
+    duck = NamesThePolicy()
+    assert_policy(duck.dense, "mixed_float16")  # the attribute says mixed...
+    with pytest.raises(AssertionError) as info:  # ...what runs does not
+        assert_compute_dtype(duck, x, "float16", what="the model")
+    assert str(info.value).startswith(
+        "the model runs 0 matrix multiplication(s) in float16 when called, expected at least 1 "
+        "(the matmuls it runs are in: float32)."
+    )

@@ -64,3 +64,27 @@ def test_injected_gpu_profile_grades_mixed_precision_on_time(monkeypatch, profil
     name = current_profile().name
     assert name == profile
     assert min_ratio_for("mixed_precision_step", name) > 1.0
+
+
+def test_a_blanked_row_does_not_skip_a_required_relative_check(monkeypatch):
+    """THRESHOLDS[row] = None once turned a speed part into "skipped" (full
+    marks); the relative check takes "required" from the hidden test and uses
+    a floor of 1.0 for a None row, so the verdict is still timed."""
+    import time
+
+    import numpy as np
+
+    from autograder.timing import measure_relative_speedup
+
+    def sleeper(seconds):
+        def fn(x):
+            time.sleep(seconds)
+            return x
+
+        return fn
+
+    monkeypatch.setitem(THRESHOLDS, "tfdata_vectorized_map", dict.fromkeys(KNOWN_PROFILES))
+    res = measure_relative_speedup(sleeper(0.006), sleeper(0.001), sleeper(0.006), lambda: (np.zeros(2),),
+                                   check="tfdata_vectorized_map", fraction=0.5, profile="cpu",
+                                   min_calls=1, min_sample_s=0.0)
+    assert res.verdict == "fail" and res.floor == 1.0
