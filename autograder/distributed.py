@@ -219,3 +219,46 @@ def run_workers(
     any left over and return one :class:`WorkerResult` per worker."""
     with start_workers(script, n_workers, args=args, env=env) as cluster:
         return cluster.wait(timeout_s)
+
+
+# --- where the work of a tf.distribute computation ran ---------------------------------
+
+
+def replica_spy(inner: Any, strategy: Any, seen: list) -> Any:
+    """A Keras model that computes ``inner`` and appends to ``seen``, each time
+    its Python code runs (an eager call, or a trace inside ``tf.function``),
+    the replica of ``strategy`` that ran it: its ``replica_id_in_sync_group``,
+    or ``None`` when it ran outside ``strategy.run`` of that very strategy
+    (no strategy, another strategy, or the cross-replica context).  Its
+    variables are ``inner``'s.  :func:`assert_ran_on_every_replica` reads
+    ``seen``."""
+    import tensorflow as tf
+
+    class ReplicaSpy(tf.keras.Model):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def call(self, x):
+            context = tf.distribute.get_replica_context()
+            under_given = (tf.distribute.has_strategy() and tf.distribute.get_strategy() is strategy
+                           and context is not None)
+            seen.append(tf.get_static_value(context.replica_id_in_sync_group) if under_given else None)
+            return self.inner(x)
+
+    return ReplicaSpy()
+
+
+def assert_ran_on_every_replica(seen: Sequence[Any], strategy: Any, what: str) -> None:
+    """Fail unless every call recorded by :func:`replica_spy` ran inside
+    ``strategy.run`` and every replica of ``strategy`` ran the model."""
+    outside = sum(1 for r in seen if r is None)
+    if outside:
+        raise AssertionError(
+            f"{what} called the model {outside} times outside strategy.run of the strategy passed in; "
+            "compute it with strategy.run(...) on the `strategy` argument, so that every replica does its share")
+    replicas = sorted({int(r) for r in seen})
+    if replicas != list(range(strategy.num_replicas_in_sync)):
+        raise AssertionError(
+            f"{what} ran the model on replicas {replicas or 'none'}, of {strategy.num_replicas_in_sync}: "
+            "run it with strategy.run on the distributed dataset")

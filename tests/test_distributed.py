@@ -137,3 +137,59 @@ def test_multi_worker_mirrored_strategy_keeps_workers_in_sync(tmp_path):
     assert [r.result["replicas"] for r in results] == [2, 2]
     for r in results:
         assert r.result["w"] == pytest.approx([1.0 - 0.1 * 3, 2.0 - 0.1 * 30])
+
+
+REPLICA_SPY_SCRIPT = textwrap.dedent('''
+    import numpy as np
+    import tensorflow as tf
+    from autograder.distributed import assert_ran_on_every_replica, replica_spy
+
+    tf.config.set_logical_device_configuration(
+        tf.config.list_physical_devices("CPU")[0],
+        [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+    given = tf.distribute.MirroredStrategy(["/CPU:0", "/CPU:1"])
+    other = tf.distribute.MirroredStrategy(["/CPU:0", "/CPU:1"])
+    seen = []
+    with given.scope():
+        model = replica_spy(tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)]), given, seen)
+    assert len(model.trainable_variables) == 2
+    data = tf.data.Dataset.from_tensor_slices(np.ones((5, 3), np.float32)).batch(5)
+
+    def messages(strategy, compiled):
+        seen.clear()
+        step = lambda b: strategy.run(lambda x: model(x), args=(b,))
+        step = tf.function(step) if compiled else step
+        for batch in strategy.experimental_distribute_dataset(data):
+            step(batch)
+        try:
+            assert_ran_on_every_replica(seen, given, "f")
+            return "ok"
+        except AssertionError as error:
+            return str(error)
+
+    print("given-graph", messages(given, True))
+    print("given-eager", messages(given, False))
+    print("other", messages(other, True))
+    seen.clear()
+    model(np.ones((2, 3), np.float32))
+    try:
+        assert_ran_on_every_replica(seen, given, "f")
+    except AssertionError as error:
+        print("none", error)
+''')
+
+
+@pytest.mark.slow  # starts TensorFlow with two logical devices in a fresh process
+def test_replica_spy_tells_which_replicas_of_which_strategy_ran(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "spy.py"
+    script.write_text(REPLICA_SPY_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
+    assert lines.get("given-graph") == "ok", proc.stdout + proc.stderr[-2000:]
+    assert lines.get("given-eager") == "ok"
+    assert "2 times outside strategy.run" in lines.get("other", "")
+    assert "1 times outside strategy.run" in lines.get("none", "")
