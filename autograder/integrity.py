@@ -39,7 +39,7 @@ import sys
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 CLOCKS = ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns",
           "process_time", "sleep")
@@ -60,6 +60,10 @@ NUMPY_NAMESPACES = ("", "testing", "random", "linalg")
 STATE_MARKER = "# autograder: state "
 # Module data a check sets once, lazily, on first use (a probe's answer): not a change.
 LAZY_STATE = {"autograder.placement": ("_eager_logging_works",)}
+# Standard modules the integrity report and the checks compute with (a patched
+# json.dumps could make the report say "nothing changed").
+STDLIB_USED = ("json", "hashlib", "dataclasses", "types", "ast", "math", "statistics", "inspect", "re",
+               "threading", "copy", "functools")
 KERNEL_REBINDS = frozenset({"input", "raw_input"})
 USER_MODULE_NAMES = {"tf": "tensorflow", "tensorflow": "tensorflow", "np": "numpy", "numpy": "numpy",
                      "time": "time", "autograder": "autograder"}
@@ -110,6 +114,15 @@ def _defined_in_notebook(func: Any) -> bool:
     target = getattr(func, "__func__", func)
     module = getattr(target, "__module__", None)
     return module in (None, "__main__", "builtins") and not isinstance(target, types.BuiltinFunctionType)
+
+
+def _notebook_made(value: Any) -> bool:
+    """A class attribute written by the notebook (a function, or one wrapped as a method or property)."""
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    elif isinstance(value, property):
+        value = value.fget
+    return callable(value) and _defined_in_notebook(value)
 
 
 def _code_of(obj: Any) -> Any:
@@ -247,9 +260,7 @@ class Snapshot:
             for cls in type(obj).__mro__:
                 if (getattr(cls, "__module__", "") or "").startswith(("tensorflow", "keras")):
                     key = f"{cls.__module__}.{cls.__qualname__}"
-                    methods = {k: v for k, v in vars(cls).items()
-                               if isinstance(v, (types.FunctionType, staticmethod, classmethod, property))}
-                    self.frozen_classes.setdefault(key, (cls, methods))
+                    self.frozen_classes.setdefault(key, (cls, dict(vars(cls))))
 
     def _frozen_problems(self, user_ns: dict) -> list[str]:
         found = []
@@ -259,9 +270,10 @@ class Snapshot:
             elif print_ is not None and fingerprint(obj) != print_:
                 found.append(f"{name!r}, bound by the locked {label}, was changed")
         for key, (cls, attrs) in self.frozen_classes.items():
-            now = vars(cls)
-            added = [v for k, v in now.items() if k not in attrs and callable(v) and _defined_in_notebook(v)]
-            if any(now.get(k) is not v for k, v in attrs.items()) or added:
+            # TensorFlow itself swaps some methods lazily (operator overloads); only what the
+            # notebook wrote counts.
+            changed = [v for k, v in vars(cls).items() if attrs.get(k) is not v and _notebook_made(v)]
+            if changed:
                 found.append(f"the class {key} was patched")
         return found
 
@@ -310,9 +322,22 @@ class Snapshot:
         found = []
         if sys.gettrace() is not self.hooks.get("trace"):
             found.append("a trace function was installed (sys.settrace)")
+        if self.hooks.get("traces_set", lambda: 0)():
+            found.append("a trace or profile function was set (sys.settrace/sys.setprofile), which can skip "
+                         "a test's lines")
+        import threading
+
+        for thread in threading.enumerate():
+            target = getattr(thread, "_target", None) or getattr(type(thread), "run", None)
+            if thread.is_alive() and target is not None and _defined_in_notebook(target) \
+                    and thread is not threading.main_thread():
+                found.append(f"a thread the notebook started ({thread.name}) is running during the tests")
         if sys.getprofile() is not self.hooks.get("profile"):
             found.append("a profile function was installed (sys.setprofile)")
         shell = self.hooks.get("shell")
+        if shell is not None and (shell.user_ns is not self.hooks["user_ns"]
+                                  or getattr(shell, "user_global_ns", None) is not self.hooks["user_global_ns"]):
+            found.append("IPython's namespace was replaced")
         if shell is not None:
             if tuple(getattr(shell, "custom_exceptions", ())) != self.hooks["custom_exceptions"]:
                 found.append("IPython's exception handling was changed (set_custom_exc)")
@@ -440,6 +465,11 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
     import numpy
 
     snap.modules["numpy"] = numpy
+    for name in STDLIB_USED:
+        module = importlib.import_module(name)
+        snap.modules[name] = module
+        for attr in _callables(module):
+            snap._record(module, attr, f"{name}.{attr}")
     for ns in NUMPY_NAMESPACES:
         owner = _resolve(numpy, ns)
         for attr in _callables(owner) if owner is not None else ():
@@ -476,6 +506,8 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
         callbacks = getattr(events, "callbacks", {}) if events is not None else {}
         snap.hooks["events"] = {k: [id(f) for f in v] for k, v in callbacks.items()}
         snap.hooks["run_cell"] = getattr(shell, "run_cell", None)
+        snap.hooks["user_ns"] = shell.user_ns
+        snap.hooks["user_global_ns"] = getattr(shell, "user_global_ns", None)
         for cls in _shell_classes(shell):
             for meth, value in vars(cls).items():
                 if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
@@ -506,10 +538,12 @@ def _prefixes(paths) -> tuple[str, ...]:
 
 
 def install_guards(hidden_dirs: list[str], *, allow: list[str] = (), writable: list[str] = (),
-                   block_network: bool = True) -> None:
+                   block_network: bool = True) -> Callable[[], int]:
     """From now on in this process refuse to read ``hidden_dirs`` (except what
     lies under ``allow``: the Python installation), to write or change files
-    outside ``writable`` (when given) and to reach the network."""
+    outside ``writable`` (when given) and to reach the network.  Returns a
+    function that says how many trace or profile functions were set since."""
+    traces_set = [0]
     hidden, allowed = _prefixes(hidden_dirs), _prefixes(allow) or ("\0",)
     may_write = _prefixes([*writable, "/dev"]) if writable else ()
 
@@ -519,6 +553,9 @@ def install_guards(hidden_dirs: list[str], *, allow: list[str] = (), writable: l
         return None  # a file descriptor: it was checked when it was opened
 
     def hook(event: str, args: tuple) -> None:
+        if event in ("sys.settrace", "sys.setprofile"):  # the events carry no arguments
+            traces_set[0] += 1
+            return
         if event in ("open", "os.listdir", "os.scandir"):
             path = real(args[0]) if args else None
             if path is None:
@@ -541,6 +578,7 @@ def install_guards(hidden_dirs: list[str], *, allow: list[str] = (), writable: l
             raise PermissionError(f"network access is disabled while grading (tried to look up {args[0]!r})")
 
     sys.addaudithook(hook)
+    return lambda: traces_set[0]
 
 
 def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool, allow: list[str] = (),
@@ -551,8 +589,10 @@ def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool, al
         "    import builtins\n"
         "    import json\n"
         "    from autograder import integrity\n"
-        f"    integrity.install_guards({list(hidden_dirs)!r}, allow={list(allow)!r}, writable={list(writable)!r})\n"
+        f"    traces_set = integrity.install_guards({list(hidden_dirs)!r}, allow={list(allow)!r}, "
+        f"writable={list(writable)!r})\n"
         f"    snap = integrity.take_snapshot(include_tf={include_tf!r}, shell=get_ipython())\n"
+        "    snap.hooks['traces_set'] = traces_set\n"
         "    ns = get_ipython().user_ns\n"
         "    def report(names=None, freeze=None, label=''):\n"
         "        if freeze is not None:\n"

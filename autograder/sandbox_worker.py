@@ -479,7 +479,9 @@ class _Worker:
                     if not tampered:
                         tampered = self.check_integrity(names)
                     sentinel = runner.new_sentinel()
-                    cell, index, stopped = self.run_limited(runner.with_sentinel(source, sentinel), label)
+                    # Not in the kernel's history: a later cell must not find hidden tests in In/_ih.
+                    cell, index, stopped = self.run_limited(runner.with_sentinel(source, sentinel), label,
+                                                            store_history=False)
                     if not tampered:
                         # The test's own bindings are the grader's: they stay frozen from here on.
                         tampered = self.check_integrity(names, freeze=self.frozen_rebound(source), label=label)
@@ -491,6 +493,9 @@ class _Worker:
                     "interrupted, and was killed; later cells did not run")
         except DeadKernelError:
             note = self.death_reason(label)
+        except (TypeError, KeyError, ValueError) as exc:  # a reply that is not a Jupyter message
+            note = (f"grading stopped in {label}: the kernel's replies could not be read ({exc.__class__.__name__}); "
+                    "a notebook must not change json, the kernel or its messages")
         finally:
             self.watchdog.stopped.set()
         self.send({"done": {"note": note, "sandbox": self.sandbox, "profile": self.profile}})
@@ -504,9 +509,9 @@ class _Worker:
             what = "the kernel died (a crash, sys.exit/os._exit or running out of memory)"
         return f"{what} in {label}; later cells did not run"
 
-    def run_limited(self, source: str, label: str):
+    def run_limited(self, source: str, label: str, *, store_history: bool = True):
         """Run a cell; return it, its index and the message of a time limit it broke."""
-        cell, index = self.run_cell(source)
+        cell, index = self.run_cell(source, store_history=store_history)
         if index in self.client.timed_out:
             return cell, index, (f"{label} ran longer than {self.limits.cell_timeout_s:g} s and was "
                                  "stopped (an infinite loop?); make it finish faster")

@@ -356,5 +356,15 @@ CASES = [
     Case("swallowed-in-the-class", answers(double=SWALLOWED_IN_CLASS), ZERO, {"test-double": "integrity"}),
     Case("rebinds-locked-data", answers(word=CORRECT_WORD + "DATA = 'x'\nSECRET_WORD = 'X'\n"), DOUBLE_ONLY,
          {"test-word": "'DATA', bound by the locked cell"}),
+    Case("patched-json-report", answers(double="import json\njson.dumps = lambda *a, **k: '[]'\n"
+                                               "def double(x):\n    return x\n"), ZERO,
+         {"test-double": "replies could not be read"}),
+    Case("trace-function-set", answers(double=CORRECT_DOUBLE + "import sys\nsys.settrace(lambda *a: None)\n"
+                                                               "sys.settrace(None)\n"), ZERO,
+         {"test-double": "trace or profile function was set"}),
+    Case("notebook-thread", answers(double=CORRECT_DOUBLE + "import threading, time\n"
+                                    "def _patcher():\n    while True:\n        time.sleep(0.05)\n"
+                                    "threading.Thread(target=_patcher, daemon=True).start()\n"), ZERO,
+         {"test-double": "thread the notebook started"}),
     Case("correct-3", answers(), FULL),
 ]
