@@ -335,7 +335,7 @@ class Snapshot:
         if sys.getprofile() is not self.hooks.get("profile"):
             found.append("a profile function was installed (sys.setprofile)")
         shell = self.hooks.get("shell")
-        if shell is not None and (shell.user_ns is not self.hooks["user_ns"]
+        if shell is not None and (getattr(shell, "user_ns", None) is not self.hooks["user_ns"]
                                   or getattr(shell, "user_global_ns", None) is not self.hooks["user_global_ns"]):
             found.append("IPython's namespace was replaced")
         if shell is not None:
@@ -506,7 +506,7 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
         callbacks = getattr(events, "callbacks", {}) if events is not None else {}
         snap.hooks["events"] = {k: [id(f) for f in v] for k, v in callbacks.items()}
         snap.hooks["run_cell"] = getattr(shell, "run_cell", None)
-        snap.hooks["user_ns"] = shell.user_ns
+        snap.hooks["user_ns"] = getattr(shell, "user_ns", None)
         snap.hooks["user_global_ns"] = getattr(shell, "user_global_ns", None)
         for cls in _shell_classes(shell):
             for meth, value in vars(cls).items():
