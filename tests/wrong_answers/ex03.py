@@ -1,11 +1,60 @@
-"""Planted wrong answers for exercise 3 (mixed precision)."""
-from tests.wrong_answers import WrongAnswer
+"""Mutation catalogue for exercise 3 (mixed precision).
+
+Clauses are the numbered "Specification" lines of each part's text:
+
+- test-build-classifier: 1 Dense-relu-Dense-relu-Dense logits, 2 hidden layers
+  compute under the policy (judged from the matmuls that run), 3 float32
+  output, 4 float32 variables, 5 global policy unchanged;
+- test-train-step: 1 returns the unscaled weighted loss, 2 gradients of the
+  scaled loss, 3 the optimizer unscales once and skips inf/NaN steps, 4 one
+  update of every variable;
+- test-choose-policy: 1 None, 2 below 7, 3 major 7, 4 major 8 and above,
+  5 ValueError with a one-line message for anything else;
+- test-speedup: 1 the mixed step computes the reference float32 step's loss
+  and gradient norm, 2 speed on a GPU profile (0.5 of the hidden reference's
+  speedup, in factors).  Clause 2 is not graded on the cpu profile, where this
+  catalogue runs, so no case here breaks it; it needs a GPU machine.
+"""
+from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "03_mixed_precision"
 
-FULL = {"test-build-classifier": 2, "test-train-step": 3, "test-choose-policy": 2, "test-speedup": 3}
+P1, P2, P3, P4 = "test-build-classifier", "test-train-step", "test-choose-policy", "test-speedup"
+FULL = {P1: 2, P2: 3, P3: 2, P4: 3}
+ZERO = {P1: 0, P2: 0, P3: 0, P4: 0}
+A1, A2, A3 = "answer-build-classifier", "answer-train-step", "answer-choose-policy"
 
-# The policy on every layer, the logits included: the output comes out in 16 bits.
+REFERENCE_BUILD = '''
+def build_classifier(policy, n_features=20, n_classes=5, width=64):
+    return keras.Sequential([
+        keras.Input((n_features,)),
+        keras.layers.Dense(width, activation="relu", dtype=policy),
+        keras.layers.Dense(width, activation="relu", dtype=policy),
+        keras.layers.Dense(n_classes, dtype=policy),
+        keras.layers.Activation("linear", dtype="float32"),
+    ])
+'''
+
+# --- part 1 -------------------------------------------------------------------------
+
+# 1.1: ReLU on the logits too.
+RELU_ON_LOGITS = REFERENCE_BUILD.replace(
+    'keras.layers.Dense(n_classes, dtype=policy)', 'keras.layers.Dense(n_classes, activation="relu", dtype=policy)')
+
+# 1.2: bfloat16 quietly replaced by float32 layers (right for the visible float16 call).
+BF16_AS_FLOAT32 = '''
+def build_classifier(policy, n_features=20, n_classes=5, width=64):
+    layer_policy = "float32" if policy == "mixed_bfloat16" else policy
+    return keras.Sequential([
+        keras.Input((n_features,)),
+        keras.layers.Dense(width, activation="relu", dtype=layer_policy),
+        keras.layers.Dense(width, activation="relu", dtype=layer_policy),
+        keras.layers.Dense(n_classes, dtype=layer_policy),
+        keras.layers.Activation("linear", dtype="float32"),
+    ])
+'''
+
+# 1.3: the policy on every layer, the logits included: the output comes out in 16 bits.
 LOGITS_IN_16_BITS = '''
 def build_classifier(policy, n_features=20, n_classes=5, width=64):
     return keras.Sequential([
@@ -16,53 +65,367 @@ def build_classifier(policy, n_features=20, n_classes=5, width=64):
     ])
 '''
 
-# No loss scaling: small float16 gradients flush to zero.
-NO_LOSS_SCALING = '''
-def train_step(model, optimizer, x, y):
-    with tf.GradientTape() as tape:
-        loss = weighted_loss(y, model(x, training=True))
-    grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.inner_optimizer.apply(grads, model.trainable_variables)
-    return loss
+# 1.4: the logits layer in plain float16 (float16 variables), cast back to float32.
+LOGITS_VARIABLES_FLOAT16 = '''
+def build_classifier(policy, n_features=20, n_classes=5, width=64):
+    logits_dtype = "float16" if policy == "mixed_float16" else policy
+    return keras.Sequential([
+        keras.Input((n_features,)),
+        keras.layers.Dense(width, activation="relu", dtype=policy),
+        keras.layers.Dense(width, activation="relu", dtype=policy),
+        keras.layers.Dense(n_classes, dtype=logits_dtype),
+        keras.layers.Activation("linear", dtype="float32"),
+    ])
 '''
 
-# Unscales by hand and then lets apply() unscale again.
-UNSCALED_TWICE = '''
+# 1.5: sets the global policy and leaves it set.
+SETS_GLOBAL_POLICY = '''
+def build_classifier(policy, n_features=20, n_classes=5, width=64):
+    keras.mixed_precision.set_global_policy(policy)
+    return keras.Sequential([
+        keras.Input((n_features,)),
+        keras.layers.Dense(width, activation="relu"),
+        keras.layers.Dense(width, activation="relu"),
+        keras.layers.Dense(n_classes),
+        keras.layers.Activation("linear", dtype="float32"),
+    ])
+'''
+
+# 1.2 (duck-typed): real Dense layers that carry the policy, but the model's call
+# multiplies by their float32 variables itself: it names the policy and computes in float32.
+FLOAT32_INSIDE = '''
+class Float32Inside(keras.Model):
+    def __init__(self, policy, n_features, n_classes, width):
+        super().__init__()
+        self.hidden1 = keras.layers.Dense(width, activation="relu", dtype=policy)
+        self.hidden2 = keras.layers.Dense(width, activation="relu", dtype=policy)
+        self.logits = keras.layers.Dense(n_classes, dtype=policy)
+        self.hidden1.build((None, n_features))
+        self.hidden2.build((None, width))
+        self.logits.build((None, width))
+        self.built = True
+
+    def call(self, x):
+        h = tf.cast(x, tf.float32)
+        for layer, activation in ((self.hidden1, tf.nn.relu), (self.hidden2, tf.nn.relu), (self.logits, tf.identity)):
+            h = activation(tf.matmul(h, tf.convert_to_tensor(layer.kernel)) + tf.convert_to_tensor(layer.bias))
+        return h
+
+def build_classifier(policy, n_features=20, n_classes=5, width=64):
+    return Float32Inside(policy, n_features, n_classes, width)
+'''
+
+# Right: functional API, the logits layer itself in float32.
+FUNCTIONAL_FLOAT32_LOGITS = '''
+def build_classifier(policy, n_features=20, n_classes=5, width=64):
+    inputs = keras.Input(shape=(n_features,))
+    h = keras.layers.Dense(width, activation="relu", dtype=policy)(inputs)
+    h = keras.layers.Dense(width, activation="relu", dtype=policy)(h)
+    logits = keras.layers.Dense(n_classes, dtype="float32")(h)
+    return keras.Model(inputs, logits)
+'''
+
+# Right: sets the global policy for the build and restores it; a DTypePolicy object.
+SCOPED_GLOBAL_POLICY = '''
+def build_classifier(policy, n_features=20, n_classes=5, width=64):
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(keras.DTypePolicy(policy))
+    try:
+        model = keras.Sequential([
+            keras.Input((n_features,)),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(n_classes),
+            keras.layers.Activation("linear", dtype="float32"),
+        ])
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    return model
+'''
+
+# --- part 2 -------------------------------------------------------------------------
+
+REFERENCE_STEP = '''
 def train_step(model, optimizer, x, y):
     with tf.GradientTape() as tape:
         loss = weighted_loss(y, model(x, training=True))
         scaled = optimizer.scale_loss(loss)
     grads = tape.gradient(scaled, model.trainable_variables)
-    scale = optimizer.dynamic_scale if optimizer.built else optimizer.initial_scale
-    optimizer.apply([g / scale for g in grads], model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
     return loss
 '''
 
-# float16 for every GPU with Tensor Cores, ignoring the rule for 8.0 and later.
-FLOAT16_FOR_ALL = '''
-def choose_policy(compute_capability):
-    if compute_capability is not None and compute_capability[0] >= 7:
-        return "mixed_float16"
-    return "float32"
+# 2.1: returns the scaled loss.
+RETURNS_SCALED_LOSS = REFERENCE_STEP.replace("    return loss\n", "    return scaled\n")
+
+# 2.2: no loss scaling; the optimizer still divides by its scale.
+NO_SCALE_LOSS = '''
+def train_step(model, optimizer, x, y):
+    with tf.GradientTape() as tape:
+        loss = weighted_loss(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
 '''
+
+# 2.3: unscales by hand and applies with the inner optimizer: right on finite
+# gradients, but an overflowing step writes NaN into the variables.
+INNER_OPTIMIZER = '''
+def train_step(model, optimizer, x, y):
+    with tf.GradientTape() as tape:
+        loss = weighted_loss(y, model(x, training=True))
+        scaled = optimizer.scale_loss(loss)
+    grads = tape.gradient(scaled, model.trainable_variables)
+    optimizer.inner_optimizer.apply([g / optimizer.dynamic_scale for g in grads], model.trainable_variables)
+    return loss
+'''
+
+# 2.4: updates the kernels only.
+KERNELS_ONLY = '''
+def train_step(model, optimizer, x, y):
+    with tf.GradientTape() as tape:
+        loss = weighted_loss(y, model(x, training=True))
+        scaled = optimizer.scale_loss(loss)
+    kernels = [v for v in model.trainable_variables if "kernel" in v.path]
+    grads = tape.gradient(scaled, kernels)
+    optimizer.apply(grads, kernels)
+    return loss
+'''
+
+# Rebinds the locked LOSS_WEIGHT (no small gradients left to lose) and skips scaling.
+REBINDS_LOSS_WEIGHT = '''
+LOSS_WEIGHT = 1.0
+''' + NO_SCALE_LOSS
+
+# Patches a private function of the gradient checker, with a step that has no loss scaling.
+PATCHES_GRADIENT_CHECK = '''
+import autograder.gradients as _gradients
+_gradients._check_lists = lambda *args, **kwargs: None
+_gradients._loss_scale_factor = lambda *args, **kwargs: None
+''' + NO_SCALE_LOSS
+
+# Right: a @tf.function step with apply_gradients, called once on its own model
+# (an unbuilt optimizer) before the grader's calls.
+DECORATED_SELF_CHECKED = '''
+@tf.function
+def train_step(model, optimizer, x, y):
+    with tf.GradientTape() as tape:
+        logits = model(x, training=True)
+        loss = weighted_loss(y, logits)
+        scaled_loss = optimizer.scale_loss(loss)
+    gradients = tape.gradient(scaled_loss, model.trainable_weights)
+    optimizer.apply_gradients(zip(gradients, model.trainable_weights))
+    return loss
+
+_model = build_classifier("mixed_float16")
+_optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.1))
+print("self-check loss:", float(train_step(_model, _optimizer, tf.random.normal((8, 20)), tf.zeros((8,), tf.int32))))
+'''
+
+# Right: a Python wrapper around a compiled inner step.
+WRAPPED_STEP = '''
+@tf.function
+def _scaled_step(model, optimizer, x, y):
+    variables = model.trainable_variables
+    with tf.GradientTape() as tape:
+        loss = LOSS_WEIGHT * cross_entropy(y, model(x, training=True))
+        scaled = optimizer.scale_loss(loss)
+    optimizer.apply(tape.gradient(scaled, variables), variables)
+    return loss
+
+def train_step(model, optimizer, x, y):
+    return _scaled_step(model, optimizer, x, y)
+'''
+
+# --- part 3 -------------------------------------------------------------------------
+
+VALIDATE = '''
+def _checked(cc):
+    if cc is None:
+        return None
+    if not (isinstance(cc, tuple) and len(cc) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in cc)):
+        raise ValueError(f"expected None or a (major, minor) tuple of non-negative ints, got {cc!r}")
+    return cc
+'''
+
+# 3.1: None is treated as invalid.
+NONE_RAISES = VALIDATE + '''
+def choose_policy(compute_capability):
+    if compute_capability is None:
+        raise ValueError("no GPU: no compute capability")
+    major, _ = _checked(compute_capability)
+    return "mixed_bfloat16" if major >= 8 else "mixed_float16" if major == 7 else "float32"
+'''
+
+# 3.2: Pascal (6.x) gets float16.
+SIX_IS_MIXED = VALIDATE + '''
+def choose_policy(compute_capability):
+    if _checked(compute_capability) is None:
+        return "float32"
+    major, _ = compute_capability
+    return "mixed_bfloat16" if major >= 8 else "mixed_float16" if major >= 6 else "float32"
+'''
+
+# 3.3: compares major.minor as a number: Turing (7.5) gets bfloat16.
+TURING_BFLOAT16 = VALIDATE + '''
+def choose_policy(compute_capability):
+    if _checked(compute_capability) is None:
+        return "float32"
+    major, minor = compute_capability
+    version = major + minor / 10
+    return "mixed_bfloat16" if version >= 7.5 else "mixed_float16" if version >= 7.0 else "float32"
+'''
+
+# 3.4: a lookup table that knows 7 and 8 only: Hopper (9.0) gets float32.
+TABLE_MISSES_NEWER = VALIDATE + '''
+def choose_policy(compute_capability):
+    if _checked(compute_capability) is None:
+        return "float32"
+    return {7: "mixed_float16", 8: "mixed_bfloat16"}.get(compute_capability[0], "float32")
+'''
+
+# 3.5: checks the length and the sign only: (8.0, 6) passes, ("8", "6") raises TypeError.
+LOOSE_VALIDATION = '''
+def choose_policy(compute_capability):
+    if compute_capability is None:
+        return "float32"
+    if not isinstance(compute_capability, tuple) or len(compute_capability) != 2:
+        raise ValueError(f"bad compute capability {compute_capability!r}")
+    major, minor = compute_capability
+    if major < 0 or minor < 0:
+        raise ValueError(f"bad compute capability {compute_capability!r}")
+    return "mixed_bfloat16" if major >= 8 else "mixed_float16" if major == 7 else "float32"
+'''
+
+# 3.5: a message over several lines.
+MULTILINE_MESSAGE = '''
+def choose_policy(compute_capability):
+    if compute_capability is None:
+        return "float32"
+    if not (isinstance(compute_capability, tuple) and len(compute_capability) == 2
+            and all(type(n) is int and n >= 0 for n in compute_capability)):
+        raise ValueError("invalid compute capability\\nexpected None or (major, minor)")
+    major = compute_capability[0]
+    return "mixed_bfloat16" if major >= 8 else "mixed_float16" if major == 7 else "float32"
+'''
+
+# Right: match/case, numbers.Integral (NumPy integers accepted too).
+MATCH_CASE = '''
+import numbers
+
+def choose_policy(compute_capability):
+    match compute_capability:
+        case None:
+            return "float32"
+        case (major, minor) if isinstance(compute_capability, tuple) and all(
+                isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 0 for n in (major, minor)):
+            if major >= 8:
+                return "mixed_bfloat16"
+            return "mixed_float16" if major == 7 else "float32"
+    raise ValueError(f"compute_capability must be None or (major, minor) ints >= 0, not {compute_capability!r}")
+'''
+
+# Right: a list of thresholds, validation by exception.
+THRESHOLD_LIST = '''
+_RULES = [(8, "mixed_bfloat16"), (7, "mixed_float16"), (0, "float32")]
+
+def choose_policy(compute_capability):
+    if compute_capability is None:
+        return "float32"
+    try:
+        major, minor = compute_capability
+    except (TypeError, ValueError):
+        raise ValueError(f"not a (major, minor) pair: {compute_capability!r}") from None
+    if type(compute_capability) is not tuple or type(major) is not int or type(minor) is not int or min(major, minor) < 0:
+        raise ValueError(f"not a (major, minor) pair of non-negative ints: {compute_capability!r}")
+    for lowest, policy in _RULES:
+        if major >= lowest:
+            return policy
+'''
+
+RELEASED = {
+    A1: "def build_classifier(policy, n_features=20, n_classes=5, width=64):\n    raise NotImplementedError()\n",
+    A2: "def train_step(model, optimizer, x, y):\n    raise NotImplementedError()\n",
+    A3: "def choose_policy(compute_capability):\n    raise NotImplementedError()\n",
+}
 
 CASES = [
     WrongAnswer(
-        name="logits_in_16_bits",
-        replace={"answer-build-classifier": LOGITS_IN_16_BITS},
-        expect={**FULL, "test-build-classifier": 0},
-        messages={"test-build-classifier": "expected float32"},
+        name="relu_logits_scaled_loss_none_raises",
+        replace={A1: RELU_ON_LOGITS, A2: RETURNS_SCALED_LOSS, A3: NONE_RAISES},
+        expect=ZERO,
+        breaks={P1: 1, P2: 1, P3: 1, P4: 1},
+        messages={P1: "computes something else than Dense", P2: "return the loss itself",
+                  P3: "choose_policy(None)", P4: "gives a different result from the reference"},
     ),
     WrongAnswer(
-        name="no_loss_scaling_and_float16_everywhere",
-        replace={"answer-train-step": NO_LOSS_SCALING, "answer-choose-policy": FLOAT16_FOR_ALL},
-        expect={**FULL, "test-train-step": 0, "test-choose-policy": 0},
-        messages={"test-train-step": "differs from the reference", "test-choose-policy": "(8, 6)"},
+        name="bf16_as_float32_no_scaling_pascal_mixed",
+        replace={A1: BF16_AS_FLOAT32, A2: NO_SCALE_LOSS, A3: SIX_IS_MIXED},
+        expect={**ZERO, P4: 3},
+        breaks={P1: 2, P2: 2, P3: 2},
+        messages={P1: "mixed_bfloat16", P2: "mixed-precision gradient", P3: "choose_policy((6, 1))"},
     ),
     WrongAnswer(
-        name="gradients_unscaled_twice",
-        replace={"answer-train-step": UNSCALED_TWICE},
-        expect={**FULL, "test-train-step": 0},
-        messages={"test-train-step": "differs from the reference"},
+        name="logits_16_bits_inner_optimizer_turing_bf16",
+        replace={A1: LOGITS_IN_16_BITS, A2: INNER_OPTIMIZER, A3: TURING_BFLOAT16},
+        expect={**ZERO, P4: 3},
+        breaks={P1: 3, P2: 3, P3: 3},
+        messages={P1: "expected float32", P2: "inf/NaN changed", P3: "choose_policy((7, 5))"},
+    ),
+    WrongAnswer(
+        name="float16_logit_variables_kernels_only_hopper_float32",
+        replace={A1: LOGITS_VARIABLES_FLOAT16, A2: KERNELS_ONLY, A3: TABLE_MISSES_NEWER},
+        expect={**ZERO, P4: 3},
+        breaks={P1: 4, P2: 4, P3: 4},
+        messages={P1: "has dtype float16; expected float32", P2: "mixed-precision gradient",
+                  P3: "choose_policy((9, 0))"},
+    ),
+    WrongAnswer(
+        name="duck_typed_model_and_multiline_error",
+        replace={A1: FLOAT32_INSIDE, A3: MULTILINE_MESSAGE},
+        expect={**FULL, P1: 0, P2: 0, P3: 0},
+        breaks={P1: 2, P3: 5},
+        messages={P1: "matrix multiplication(s) in float16", P2: "inf/NaN changed", P3: "one-line message"},
+        hostile="duck-typed",
+    ),
+    WrongAnswer(
+        name="silenced_errors_released",
+        replace={**RELEASED, A1: SILENCE_ERRORS + RELEASED[A1]},
+        expect=ZERO,
+        hostile="silenced-errors",
+    ),
+    WrongAnswer(
+        name="global_policy_and_rebinds_loss_weight",
+        replace={A1: SETS_GLOBAL_POLICY, A2: REBINDS_LOSS_WEIGHT},
+        expect=ZERO,
+        breaks={P1: 5},
+        messages={P1: "changed the global dtype policy", P2: "integrity", P3: "integrity", P4: "integrity"},
+        hostile="rebinds-locked-name",
+    ),
+    WrongAnswer(
+        name="patches_gradient_check",
+        replace={A2: PATCHES_GRADIENT_CHECK},
+        expect={**FULL, P2: 0, P3: 0, P4: 0},
+        messages={P2: "integrity"},
+        hostile="patches-grader",
+    ),
+    WrongAnswer(
+        name="steals_build_classifier_loose_validation",
+        replace={A1: steal_solution(ASSIGNMENT, A1), A3: LOOSE_VALIDATION},
+        expect=ZERO,
+        breaks={P3: 5},
+        messages={P3: "must raise ValueError"},
+        hostile="reads-course-files",
+    ),
+    RightAnswer(
+        name="right_functional_decorated_match",
+        replace={A1: FUNCTIONAL_FLOAT32_LOGITS, A2: DECORATED_SELF_CHECKED, A3: MATCH_CASE},
+        expect=FULL,
+    ),
+    RightAnswer(
+        name="right_scoped_policy_wrapped_rules",
+        replace={A1: SCOPED_GLOBAL_POLICY, A2: WRAPPED_STEP, A3: THRESHOLD_LIST},
+        expect=FULL,
     ),
 ]
