@@ -42,14 +42,7 @@ def build(seed="seed", optimizer_scope="strategy.scope()", learning_rate="learni
 
 IGNORES_SEED = build(seed="")                                   # clause 1
 DEFAULT_LEARNING_RATE = build(learning_rate="")                 # clause 2
-MODEL_OUTSIDE_SCOPE = '''
-def build_replicated(strategy, seed=0, learning_rate=0.01):
-    model = make_model(seed)
-    with strategy.scope():
-        optimizer = tf.keras.optimizers.Adam(learning_rate)
-        optimizer.build(model.trainable_variables)
-    return model, optimizer
-'''                                                             # clause 3
+OPTIMIZER_OUTSIDE_SCOPE = build(optimizer_scope="tf.name_scope('outside')")   # clause 3
 OPTIMIZER_NOT_BUILT = build(build="pass")                       # clause 4
 
 BUILD_KERAS_NAMESPACE = '''
@@ -231,13 +224,15 @@ def distributed_mean_loss(strategy, model, dataset):
     losses = tf.concat([per_example_loss(model, x, y) for x, y in dataset], axis=0)
     return float(tf.reduce_mean(losses))
 '''
-EVAL_GATHER = '''
+EVAL_EAGER_NUMPY = '''
 def distributed_mean_loss(strategy, model, dataset):
-    chunks = []
+    total, count = np.float64(0.0), 0
     for batch in strategy.experimental_distribute_dataset(dataset):
-        per_replica = strategy.run(lambda x, y: per_example_loss(model, x, y), args=batch)
-        chunks.append(strategy.gather(per_replica, axis=0).numpy())
-    return float(np.concatenate(chunks).astype(np.float64).mean())
+        sums = strategy.run(lambda x, y: tf.reduce_sum(per_example_loss(model, x, y)), args=batch)
+        sizes = strategy.run(lambda x, y: tf.shape(x)[0], args=batch)
+        total += strategy.reduce("SUM", sums, axis=None).numpy()
+        count += int(strategy.reduce("SUM", sizes, axis=None))
+    return total / count
 '''
 EVAL_ONE_FUNCTION = '''
 def distributed_mean_loss(strategy, model, dataset):
@@ -268,9 +263,9 @@ _g._check_lists = lambda *args, **kwargs: None
 
 CASES = [
     RightAnswer(
-        name="right_keras_namespace_divide_count_first_gather",
+        name="right_keras_namespace_divide_count_first_eager_numpy",
         replace={"answer-build": BUILD_KERAS_NAMESPACE, "answer-replica-loss": REPLICA_LOSS_DIVIDE,
-                 "answer-train": TRAIN_COUNT_FIRST, "answer-eval": EVAL_GATHER},
+                 "answer-train": TRAIN_COUNT_FIRST, "answer-eval": EVAL_EAGER_NUMPY},
         expect=FULL,
     ),
     RightAnswer(
@@ -299,12 +294,12 @@ CASES = [
                   "test-eval": "return a Python float"},
     ),
     WrongAnswer(
-        name="clause3_model_outside_scope_first_replica_loss_no_strategy_eval",
-        replace={"answer-build": MODEL_OUTSIDE_SCOPE, "answer-train": FIRST_REPLICA_LOSS,
+        name="clause3_optimizer_outside_scope_first_replica_loss_no_strategy_eval",
+        replace={"answer-build": OPTIMIZER_OUTSIDE_SCOPE, "answer-train": FIRST_REPLICA_LOSS,
                  "answer-eval": EVAL_WITHOUT_STRATEGY},
         expect={**ZERO, "test-replica-loss": 2},
         breaks={"test-build": 3, "test-train": 1, "test-eval": 3},
-        messages={"test-build": "is not mirrored", "test-train": "per-step losses differ",
+        messages={"test-build": "optimizer variable", "test-train": "per-step losses differ",
                   "test-eval": "outside strategy.run"},
     ),
     WrongAnswer(
