@@ -26,7 +26,7 @@ from tests.conftest import ROOT
 
 BOOK = ROOT / "book"
 CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.md"))
-EXECUTED = ROOT / "_build" / "jupyter_execute" / "book"
+CACHE = ROOT / "_build" / ".jupyter_cache"
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
@@ -42,25 +42,26 @@ def code_cells(text: str) -> list[str]:
 
 
 def executed_outputs(chapter: Path) -> list[str] | None:
-    """Text each code cell printed in the last build, or None when no build left
-    a notebook for this chapter or the notebook is older than the chapter's code."""
-    notebook = EXECUTED / f"{chapter.stem}.ipynb"
-    if not notebook.exists():
-        return None
-    cells = [c for c in json.loads(notebook.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
-    sources = ["".join(c["source"]).strip() for c in cells]
-    if sources != [s.strip() for s in code_cells(chapter.read_text(encoding="utf-8"))]:
-        return None
-    texts = []
-    for cell in cells:
-        parts = []
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream":
-                parts.append("".join(output["text"]))
-            elif "text/plain" in output.get("data", {}):
-                parts.append("".join(output["data"]["text/plain"]))
-        texts.append("".join(parts))
-    return texts
+    """Text each code cell printed when the build last executed this chapter's
+    current code, or None when no build has.  The build's execution cache
+    (``_build/.jupyter_cache``) keeps every executed version with its outputs;
+    ``_build/jupyter_execute`` is rewritten without outputs on a cache hit."""
+    wanted = [s.strip() for s in code_cells(chapter.read_text(encoding="utf-8"))]
+    for notebook in sorted(CACHE.glob("executed/*/base.ipynb"), key=lambda p: p.stat().st_mtime, reverse=True):
+        cells = [c for c in json.loads(notebook.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+        if ["".join(c["source"]).strip() for c in cells] != wanted:
+            continue
+        texts = []
+        for cell in cells:
+            parts = []
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream":
+                    parts.append("".join(output["text"]))
+                elif "text/plain" in output.get("data", {}):
+                    parts.append("".join(output["data"]["text/plain"]))
+            texts.append("".join(parts))
+        return texts
+    return None
 
 
 # --- the sources are named, never called "the seed" ------------------------------------
