@@ -179,7 +179,7 @@ def score(features, weights, bias):
 '''
 
 
-WRONG_VALUES = scorer(shifted='tf.add(linear, tf.abs(bias), name="shifted")')
+WRONG_VALUES = scorer(shifted='tf.add(linear, bias + 1.0, name="shifted")')
 UNNAMED_MATMUL = scorer(linear="features @ weights")
 UNNAMED_SHIFT = scorer(shifted="linear + bias")
 UNNAMED_SIGMOID = scorer(probability='tf.sigmoid(shifted, name="prob")')
