@@ -231,7 +231,7 @@ CASES = [
         replace={"answer-kernel": KERNEL_OVERFLOWS, "answer-gradient": GRADIENT_ON_CPU0},
         expect={**FULL, "test-kernel": 0, "test-device": 0},
         breaks={"test-kernel": 3, "test-device": 1},
-        messages={"test-kernel": "overflows", "test-device": "expected CPU:1"},
+        messages={"test-kernel": "overflows", "test-device": "must run on CPU:1"},
     ),
     RightAnswer(
         name="eigen_and_tape",
