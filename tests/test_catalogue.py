@@ -90,13 +90,15 @@ def test_every_hostile_class_is_tried(name):
 
 
 def _answers_of_parts(nb) -> dict[str, list[str]]:
-    """For each test grade_id, the answer cells since the previous test."""
-    result, pending = {}, []
+    """For each test grade_id, the answer cells since the previous test (or, for a part
+    that tests earlier answers and has none of its own, every answer cell before it)."""
+    result, pending, seen = {}, [], []
     for cell in nb.cells:
         gid = nbtools.nbgrader_meta(cell).get("grade_id")
         if nbtools.is_answer_cell(cell) and gid:
             pending.append(gid)
+            seen.append(gid)
         elif nbtools.is_test_cell(cell) and gid:
-            result[gid] = pending
+            result[gid] = pending or list(seen)
             pending = []
     return result
