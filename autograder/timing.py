@@ -19,6 +19,15 @@ whether the candidate is at least ``min_ratio`` times faster:
   while the interval straddles the threshold, and when the time budget runs out
   the answer is "inconclusive", never a silent pass or fail.
 
+``measure_relative_speedup``/``assert_relative_speedup`` grade a speed part
+against a hidden reference solution instead of a fixed number: baseline,
+reference and candidate are timed interleaved (the three sides rotate through
+all six orders), every output is compared with the reference's, and the
+candidate passes when its speedup over the baseline reaches
+``reference_speedup ** fraction`` (a fraction of the reference's speedup,
+counted in factors), with the same interval and "inconclusive" rules.  The
+thresholds table is then a floor the reference must reach on the machine.
+
 The clock is ``time.perf_counter`` as it was when this module was imported:
 a learner who later patches ``time.perf_counter`` does not change what is
 measured, and ``clock_is_genuine()`` tells the integrity checks whether anyone
