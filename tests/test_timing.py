@@ -352,11 +352,11 @@ def test_relative_compute_bound_numpy_never_fails_a_fast_candidate_or_passes_a_s
             total += v * v
         return total
 
-    def numpy_dot(x):
-        return float(np.dot(x, x))
+    def numpy_dot(x):  # not np.dot: a threaded BLAS on a busy machine is slower than a loop
+        return float(np.sum(x * x))
 
     def numpy_sum(x):  # right, written differently
-        return float(np.sum(np.square(x)))
+        return float(np.add.reduce(x ** 2))
 
     def python_sum(x):  # wrong speed, right answer
         return sum(v * v for v in x.tolist())
