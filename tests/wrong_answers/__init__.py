@@ -65,7 +65,7 @@ def steal_solution(assignment: str, answer_id: str) -> str:
     from tests.conftest import ROOT
 
     return f'''
-import glob, json, os, subprocess
+import json, os, subprocess
 _wanted = {answer_id!r}
 _found = None
 def _answer_from(text):
@@ -73,8 +73,15 @@ def _answer_from(text):
         if cell.get("metadata", {{}}).get("nbgrader", {{}}).get("grade_id") == _wanted:
             return "".join(cell["source"])
 _candidates = [{str(ROOT)!r} + "/solutions/{assignment}/{assignment}.ipynb"]
-for _top in ("/", "/tmp", "/home", "/root", "/work", "/srv"):
-    _candidates += glob.glob(_top + "/**/solutions/{assignment}/{assignment}.ipynb", recursive=True)[:5]
+_skip = {{"proc", "sys", "dev", "usr", "lib", "lib64", "bin", "sbin", "site-packages", ".venv", "node_modules"}}
+_seen = 0
+for _root, _dirs, _files in os.walk("/"):  # a walk of the disk, bounded (system folders skipped)
+    _dirs[:] = [d for d in _dirs if d not in _skip]
+    _seen += 1
+    if _root.endswith("/solutions/{assignment}") and "{assignment}.ipynb" in _files:
+        _candidates.append(_root + "/{assignment}.ipynb")
+    if _seen > 50000:
+        break
 for _path in _candidates:
     try:
         with open(_path) as _f:
