@@ -29,6 +29,7 @@ this module in their notebook.
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib
 import ipaddress
 import json
@@ -122,7 +123,10 @@ def _notebook_made(value: Any) -> bool:
         value = value.__func__
     elif isinstance(value, property):
         value = value.fget
-    return callable(value) and _defined_in_notebook(value)
+    # C-level slots and descriptors (EagerTensor's methods) have no __module__: they are not notebook code.
+    if not isinstance(value, (types.FunctionType, types.MethodType, functools.partial)):
+        return False
+    return _defined_in_notebook(value)
 
 
 def _code_of(obj: Any) -> Any:
