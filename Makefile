@@ -28,7 +28,7 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
 
 exercises: $(STAMP)
-	$(BIN)/python -m autograder.release $(ASSIGNMENTS)
+	$(BIN)/python -m autograder release $(ASSIGNMENTS)
 
 # Custom ops (chapter 7): CPU library, GPU library when nvcc exists, CUDA harness; cached.
 ops: $(STAMP)

@@ -1,65 +1,71 @@
-"""Command line: ``python -m autograder <command> ...``.
+"""The command line: ``python -m autograder COMMAND ...`` (or ``autograder COMMAND``).
 
-Each subcommand is a thin wrapper over a function with keyword defaults, so a
-default lives in one place.  Usage errors exit 2 with one line on stderr;
-failed checks exit 1; a graded notebook exits 0 whatever its score.
+The one command-line module: every command's arguments and its few lines of
+glue live here; the work is done by library functions in ``checks/``,
+``grading/`` and ``course/``, which never import this module.  Exit codes:
+0 success (for ``check``: full marks), 1 a check or part fell short, 2 a usage
+error (one line on stderr, never a traceback), 130 interrupted.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
+import json
 import os
+import shlex
+import signal
+import subprocess
 import sys
+from pathlib import Path
 from typing import Callable
 
+import autograder
 from autograder.errors import UsageError
 
-# Each entry is a module that defines ``register(subparsers)``; the parser it
-# adds must set ``func`` (a callable taking the parsed args, returning an exit code).
-COMMAND_MODULES = (
-    "autograder.doctor",
-    "autograder.check",
-    "autograder.placement_cli",
-    "autograder.bench",
-    "autograder.roofline",
-    "autograder.grade",
-    "autograder.gradescope",
-)
+EXAMPLES = """examples:
+  python -m autograder doctor                      what this machine can check
+  python -m autograder check exercises/04_xla/04_xla.ipynb
+                                                   grade your notebook; exit 0 only with full marks
+  python -m autograder check NOTEBOOK --part xla-compiled-test
+                                                   re-check one part
+  python -m autograder grade submitted/ --out graded/   grade a class (nbgrader layout)
+  python -m autograder gradescope 04_xla --out 04_xla.zip --hidden-visibility after_published
+"""
+CHECK_EXAMPLES = """examples:
+  python -m autograder check exercises/03_mixed_precision/03_mixed_precision.ipynb
+  python -m autograder check my.ipynb --part loss-scale-test --part fp32-output-test
+  python -m autograder check my.ipynb --json > results.json
+  python -m autograder check my.ipynb && echo "all parts pass"
+
+exit status: 0 every part scored full marks, 1 a part fell short, 2 usage error
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m autograder",
         description="Check and grade the TensorFlow-on-the-GPU course exercises.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {autograder.__version__}")
     parser.add_argument(
         "--profile",
         help="hardware profile to judge against (cpu, gpu-cc7, gpu-cc8, gpu-cc9, gpu-cc10); "
         "default: detected from this machine",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for add in (_add_doctor, _add_check, _add_placement, _add_bench, _add_roofline, _add_grade,
+                _add_gradescope, _add_gradescope_run, _add_release, _add_serve, _add_trace):
+        add(sub)
     return parser
-
-
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.profile:
-        from autograder.hardware import KNOWN_PROFILES, PROFILE_ENV
-
-        if args.profile not in KNOWN_PROFILES:
-            print(
-                f"error: unknown profile {args.profile!r}; use one of {', '.join(KNOWN_PROFILES)}",
-                file=sys.stderr,
-            )
-            return 2
-        os.environ[PROFILE_ENV] = args.profile
-    func: Callable[[argparse.Namespace], int] = args.func
     try:
+        if args.profile:
+            _set_profile(args.profile)
+        func: Callable[[argparse.Namespace], int] = args.func
         return func(args)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -67,3 +73,364 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _set_profile(name: str) -> None:
+    from autograder.checks.hardware import KNOWN_PROFILES, PROFILE_ENV
+
+    if name not in KNOWN_PROFILES:
+        raise UsageError(f"unknown profile {name!r}; use one of {', '.join(KNOWN_PROFILES)}")
+    os.environ[PROFILE_ENV] = name
+
+
+# --- doctor ---------------------------------------------------------------------------
+
+def _add_doctor(sub) -> None:
+    parser = sub.add_parser("doctor", help="describe this machine and which checks will run here")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from autograder.grading.doctor import format_report, machine_report
+
+    report = machine_report()
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    return 0
+
+
+# --- check ----------------------------------------------------------------------------
+
+def _add_check(sub) -> None:
+    from autograder.grading.sandbox import Limits
+
+    parser = sub.add_parser(
+        "check", help="grade your notebook in a fresh kernel; exit 0 only with full marks",
+        description="Run a notebook in a fresh kernel through the same pipeline as `grade` and "
+        "print one line per graded part.",
+        epilog=CHECK_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebook", help="path to the .ipynb notebook")
+    parser.add_argument("--part", action="append", metavar="ID",
+                        help="check only this graded part (its test cell's grade_id); repeatable")
+    parser.add_argument("--source", help="source notebook with the tests (default: the notebook itself)")
+    parser.add_argument("--json", action="store_true", help="print Gradescope's results.json shape")
+    parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout_s,
+                        help="seconds one cell may run (default %(default)s, as in grade)")
+    parser.set_defaults(func=_check)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from autograder.grading.check import check_notebook, format_results, full_marks
+
+    if args.cell_timeout <= 0:
+        raise UsageError("--cell-timeout must be a positive number of seconds")
+    results = check_notebook(args.notebook, source=args.source, parts=args.part, cell_timeout_s=args.cell_timeout)
+    print(results.to_json() if args.json else format_results(results))
+    return 0 if full_marks(results) else 1
+
+
+# --- placement ------------------------------------------------------------------------
+
+PLACEMENT_TIMEOUT_S = 600.0
+
+
+def _add_placement(sub) -> None:
+    parser = sub.add_parser(
+        "placement",
+        usage="python -m autograder placement [--json] [--timeout S] "
+        "(SCRIPT.py [ARGS...] | -- python ARGS... | --parse FILE)",
+        help="capture or read a placement log and say which device each op ran on",
+        description="Run a Python script or command with TensorFlow's placement logging on (or read a "
+        "saved log with --parse) and print, per op type, the devices it ran on and the Python calls "
+        "that typically produce it. Exit 0 when placement lines were found, 1 when none were or the "
+        "command failed or ran out of time.",
+    )
+    parser.add_argument("--parse", metavar="FILE", help="read a saved log instead of running a command")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument("--timeout", type=float, default=PLACEMENT_TIMEOUT_S, metavar="S",
+                        help=f"stop the command after S seconds (default {PLACEMENT_TIMEOUT_S:g})")
+    parser.add_argument(
+        "command", nargs=argparse.REMAINDER,
+        help="SCRIPT.py [ARGS] or, after --, a python command (python script.py, python -c CODE, python -m MODULE)",
+    )
+    parser.set_defaults(func=_placement)
+
+
+def _placement(args: argparse.Namespace) -> int:
+    from autograder.checks.placement import Capture, capture_command
+
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if args.parse and command:
+        raise UsageError("give either --parse FILE or a command to run, not both")
+    if args.parse:
+        path = Path(args.parse)
+        if not path.exists():
+            raise UsageError(f"no such log file: {path} (save one with: python script.py > run.log 2>&1)")
+        if not path.is_file():
+            raise UsageError(f"{path} is not a file: give the path of a saved placement log")
+        capture = Capture.from_text(path.read_text(encoding="utf-8", errors="replace"))
+        return _placement_report(capture, args.parse, as_json=args.json, ran_command=False)
+    if not command:
+        raise UsageError("nothing to do: give a script (placement SCRIPT.py), a command "
+                         "(placement -- python -c CODE) or a saved log (placement --parse FILE)")
+    if command[0].endswith(".py") and not Path(command[0]).is_file():
+        raise UsageError(f"no such script: {command[0]}")
+    try:
+        capture = capture_command(command, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"error: the command ran longer than {args.timeout:g} s; raise --timeout or run less", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    except FileNotFoundError:
+        raise UsageError(f"cannot run {command[0]!r}: no such program") from None
+    return _placement_report(capture, shlex.join(command), as_json=args.json, ran_command=True)
+
+
+def _placement_report(capture, source: str, *, as_json: bool, ran_command: bool) -> int:
+    status = capture.result if ran_command else None
+    rows = capture.summary()
+    if as_json:
+        print(json.dumps({"source": source, "returncode": status, "lines": len(capture.records),
+                          "ops": [row.to_dict() for row in rows]}, indent=2))
+    elif rows:
+        eager = sum(r.kind == "eager" for r in capture.records)
+        print(f"{source}: {len(rows)} op types from {eager} eager and "
+              f"{len(capture.records) - eager} graph placement lines")
+        print(capture.summary_table())
+    if status:
+        tail = [line for line in capture.stderr.splitlines() if line.strip()][-5:]
+        print(f"the command exited with status {status}; last lines of its stderr:", file=sys.stderr)
+        for line in tail:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    if not rows:
+        hint = ("the command ran no TensorFlow ops" if ran_command
+                else "save the log with both streams: python script.py > run.log 2>&1")
+        print(f"no placement lines found in {source}: {hint}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# --- bench and roofline -------------------------------------------------------------
+
+def _add_bench(sub) -> None:
+    parser = sub.add_parser(
+        "bench", help="time the book's benchmark pairs and write a results JSON file",
+        description="Time every registered benchmark pair (baseline vs faster version) and write "
+        "ratios with confidence intervals and machine metadata to one JSON file. "
+        "Exit 1 if a pair fails its threshold or errors.")
+    parser.add_argument("--out", metavar="FILE",
+                        help="where to write the JSON (default: book/data/results/<gpu-or-host>-<date>.json)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these pairs")
+    parser.add_argument("--budget", type=float, default=20.0, metavar="S",
+                        help="seconds of timed trials per pair before a verdict is 'inconclusive' (default 20)")
+    parser.set_defaults(func=_bench)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from autograder.course.bench import run_benchmarks, select
+
+    if args.budget <= 0:
+        raise UsageError(f"--budget must be a positive number of seconds, got {args.budget:g}")
+    select(args.only)  # report unknown names before TensorFlow starts
+    out = Path(args.out) if args.out else None
+    if out is not None and out.is_dir():
+        raise UsageError(f"--out {args.out} is a directory; give a file name such as {args.out}/results.json")
+    path, data = run_benchmarks(args.only, budget_s=args.budget, out=out)
+    print(f"wrote {path}")
+    verdicts = [p["verdict"] for p in data["pairs"].values()]
+    if "inconclusive" in verdicts:
+        print("some pairs were inconclusive: re-run on a quieter machine or with a larger --budget", file=sys.stderr)
+    return 1 if {"fail", "error"} & set(verdicts) else 0
+
+
+def _add_roofline(sub) -> None:
+    parser = sub.add_parser(
+        "roofline", help="measure this machine's memory bandwidth and matmul throughput",
+        description="Probe the memory bandwidth (large elementwise copy and add, GB/s) and the matmul "
+        "throughput per dtype (GFLOP/s) that TensorFlow reaches on one device: the limits the "
+        "book's speedups are compared with.")
+    parser.add_argument("--device", help="device to probe, e.g. /CPU:0 or /GPU:0 (default: /GPU:0 if present)")
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls per probe; the fastest counts (default 20)")
+    parser.add_argument("--json", action="store_true", help="print the probes as JSON")
+    parser.set_defaults(func=_roofline)
+
+
+def _roofline(args: argparse.Namespace) -> int:
+    from autograder.course.roofline import format_peaks, measure_peaks
+
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
+    if args.device is not None and not args.device.upper().lstrip("/").startswith(("CPU:", "GPU:")):
+        raise UsageError(f"--device must look like /CPU:0 or /GPU:0, got {args.device!r}")
+    try:
+        peaks = measure_peaks(args.device, repeats=args.repeats)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    print(json.dumps(peaks.to_dict(), indent=2) if args.json else format_peaks(peaks))
+    return 0
+
+
+# --- grade ----------------------------------------------------------------------------
+
+def _add_grade(sub) -> None:
+    from autograder.grading.sandbox import Limits
+
+    parser = sub.add_parser("grade", help="grade a class's submissions, each in its own sandbox")
+    parser.add_argument("submissions", help="nbgrader's submitted/ folder: <student>/<assignment>/<notebook>.ipynb")
+    parser.add_argument("--out", required=True, help="folder for grades.csv and per-submission results")
+    parser.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: CPU cores)")
+    parser.add_argument("--assignment", help="grade only this assignment")
+    parser.add_argument("--source", help="nbgrader source folder with the tests (default: ./solutions)")
+    parser.add_argument("--force", action="store_true", help="regrade submissions that already have results")
+    parser.add_argument("--nbgrader-feedback", nargs="?", const="auto", metavar="DIR",
+                        help="also write feedback where `nbgrader release_feedback` finds it (DIR default: the "
+                        "course's feedback/ folder; on by default when SUBMISSIONS is an nbgrader course's submitted/)")
+    parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout_s,
+                        help="seconds one cell may run (default %(default)s)")
+    parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout_s,
+                        help="seconds a whole notebook may run (default %(default)s)")
+    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
+                        help="memory per submission in MB (default %(default)s)")
+    parser.set_defaults(func=_grade)
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from autograder.grading.grade import grade, nbgrader_feedback_dir
+    from autograder.grading.sandbox import Limits
+
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
+                    memory_mb=args.memory_mb)
+    feedback_dir = nbgrader_feedback_dir(Path(args.submissions))
+    if args.nbgrader_feedback not in (None, "auto"):
+        feedback_dir = Path(args.nbgrader_feedback)
+    elif args.nbgrader_feedback == "auto" and feedback_dir is None:
+        raise UsageError("--nbgrader-feedback without DIR needs SUBMISSIONS to be an nbgrader course's "
+                         "submitted/ folder (beside nbgrader_config.py); give the feedback folder instead")
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        rows = grade(args.submissions, args.out, workers=args.workers, assignment=args.assignment,
+                     source=args.source, force=args.force, limits=limits, nbgrader_feedback=feedback_dir)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    total = sum(r.results.score for r in rows)
+    print(f"graded {len(rows)} submission(s); wrote {Path(args.out) / 'grades.csv'} "
+          f"(mean score {total / len(rows):.2f})" + (f"; nbgrader feedback in {feedback_dir}" if feedback_dir else ""))
+    return 0
+
+
+# --- Gradescope -----------------------------------------------------------------------
+
+def _add_gradescope(sub) -> None:
+    parser = sub.add_parser("gradescope", help="build a Gradescope autograder zip for an assignment")
+    parser.add_argument("assignment", help="assignment name (a folder under the source folder)")
+    parser.add_argument("--out", default="autograder.zip", help="zip to write (default %(default)s)")
+    parser.add_argument("--source", help="nbgrader source folder (default: ./solutions)")
+    _add_visibility(parser)
+    parser.set_defaults(func=_gradescope)
+
+
+def _add_visibility(parser: argparse.ArgumentParser) -> None:
+    from autograder.grading.gradescope import VISIBILITIES
+
+    parser.add_argument("--hidden-visibility", default="after_published", choices=VISIBILITIES,
+                        help="Gradescope visibility of parts whose tests include hidden tests "
+                        "(default %(default)s: students see those scores once grades are published)")
+
+
+def _gradescope(args: argparse.Namespace) -> int:
+    from autograder.grading.gradescope import build_zip
+
+    path = build_zip(args.assignment, args.out, source_root=args.source, hidden_visibility=args.hidden_visibility)
+    print(f"wrote {path}: upload it as the Gradescope autograder for {args.assignment}")
+    return 0
+
+
+def _add_gradescope_run(sub) -> None:
+    parser = sub.add_parser("gradescope-run", help="(run_autograder calls this) grade /autograder/submission")
+    parser.add_argument("assignment")
+    parser.add_argument("--submission", type=Path, default=Path("/autograder/submission"))
+    parser.add_argument("--results", type=Path, default=Path("/autograder/results/results.json"))
+    parser.add_argument("--source", type=Path, default=Path("/autograder/source/source"))
+    _add_visibility(parser)
+    parser.set_defaults(func=_gradescope_run)
+
+
+def _gradescope_run(args: argparse.Namespace) -> int:
+    from autograder.grading.gradescope import grade_gradescope
+
+    try:
+        grade_gradescope(args.assignment, args.submission, args.results, args.source,
+                         hidden_visibility=args.hidden_visibility)
+    except Exception:  # grade_gradescope has written a results.json saying why
+        return 1
+    return 0
+
+
+# --- course tools ---------------------------------------------------------------------
+
+def _add_release(sub) -> None:
+    parser = sub.add_parser("release", help="generate exercises/ from solutions/ with nbgrader")
+    parser.add_argument("assignments", nargs="+", help="assignment names under solutions/")
+    parser.add_argument("--into", type=Path, help="release folder (default: exercises/)")
+    parser.set_defaults(func=_release)
+
+
+def _release(args: argparse.Namespace) -> int:
+    from autograder.course.release import generate
+
+    generate(args.assignments, release_dir=args.into)
+    return 0
+
+
+def _add_serve(sub) -> None:
+    parser = sub.add_parser("serve", help="serve a SavedModel over TF Serving's REST API on 127.0.0.1")
+    parser.add_argument("--model-dir", required=True, help="the SavedModel directory")
+    parser.add_argument("--model-name", default="model", help="the <name> in /v1/models/<name>")
+    parser.add_argument("--port", type=int, default=8501,
+                        help="port on 127.0.0.1 (0: any free port; the default is TF Serving's REST port)")
+    parser.add_argument("--port-file", help="write the bound port here once listening")
+    parser.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from autograder.checks.serving import serve
+
+    if not (Path(args.model_dir) / "saved_model.pb").exists():
+        raise UsageError(f"{args.model_dir!r} is not a SavedModel directory (no saved_model.pb)")
+    serve(args.model_dir, args.model_name, args.port_file, args.port)
+    return 0
+
+
+def _add_trace(sub) -> None:
+    parser = sub.add_parser("trace", help="print the op table of a TensorFlow profiler trace")
+    parser.add_argument("trace", help="a profiler logdir (newest run is read) or an .xplane.pb file")
+    parser.add_argument("--by", choices=("type", "name"), default="type", help="group by op type or node name")
+    parser.add_argument("--top", type=int, default=15, help="rows to print (default %(default)s)")
+    parser.add_argument("--plane", default=None, help="only planes whose name starts with this, e.g. /device:GPU")
+    parser.set_defaults(func=_trace)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from autograder.checks.profiler_trace import TraceNotFound, find_xplane, format_table, op_table
+
+    path = Path(args.trace)
+    try:
+        if not path.exists():
+            raise TraceNotFound(f"{path} does not exist")
+        file = find_xplane(path) if path.is_dir() else path
+        rows = op_table(file, by=args.by, plane=args.plane)
+    except (TraceNotFound, ValueError) as error:
+        raise UsageError(str(error)) from None
+    print(f"{file}  ({sum(r.count for r in rows)} op executions)")
+    print(format_table(rows, top=args.top))
+    return 0

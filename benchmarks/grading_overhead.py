@@ -7,7 +7,7 @@ On one submission (the assignment's reference solution):
 
 * ``plain``: nbclient executes the notebook in a fresh kernel, nothing else;
 * ``nbconvert``: ``jupyter nbconvert --execute --to notebook`` (adds its start-up);
-* ``sandbox``: :func:`autograder.sandbox.run_submission` (worker, namespaces,
+* ``sandbox``: :func:`autograder.grading.sandbox.run_submission` (worker, namespaces,
   cgroups, integrity checks, test cells sent one by one);
 * ``nbgrader``: ``nbgrader autograde`` in a throw-away course folder
   (generate_assignment runs first and is not timed).
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
-from autograder import grade, sandbox  # noqa: E402
+from autograder.grading import grade, sandbox  # noqa: E402
 
 
 def _bin(name: str) -> str:

@@ -38,7 +38,7 @@ def _spin() -> None:
 
 
 def _frozen_benchmarks():
-    """``autograder.benchmarks`` loaded from a private copy of its source.
+    """``autograder.course.benchmarks`` loaded from a private copy of its source.
 
     AutoGraph reads a function's source from disk each time a new
     ``tf.function`` traces it; if someone edits benchmarks.py during this
@@ -48,7 +48,7 @@ def _frozen_benchmarks():
     import shutil
     import tempfile
 
-    from autograder import benchmarks
+    from autograder.course import benchmarks
 
     copy = Path(tempfile.mkdtemp(prefix="reliability-")) / "benchmarks_snapshot.py"
     shutil.copyfile(benchmarks.__file__, copy)
@@ -65,7 +65,7 @@ def _loadavg() -> str:
 
 
 def run_check(bench, setup, budget_s: float) -> tuple[str, float | None, str]:
-    from autograder.timing import measure_speedup
+    from autograder.checks.timing import measure_speedup
 
     baseline, candidate, make_inputs = setup()
     res = measure_speedup(
@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="also write the counts as JSON to this file")
     args = parser.parse_args(argv)
 
-    from autograder.hardware import quiet_current_profile
-    from autograder.thresholds import UnknownCheck, min_ratio_for
+    from autograder.checks.hardware import quiet_current_profile
+    from autograder.checks.thresholds import UnknownCheck, min_ratio_for
 
     profile = quiet_current_profile().name
     BENCHMARKS = _frozen_benchmarks().BENCHMARKS

@@ -15,8 +15,8 @@ the score every graded part must get, plus text its feedback must contain.
   issue 12: silenced errors, rebinding locked names, patching the grader,
   duck-typed stand-ins, reading course files).
 
-``tests/test_assignments.py`` runs every case through the grade path (the
-sandbox), and ``tests/test_catalogue.py`` checks the catalogue's coverage.
+``tests/grading/test_assignments.py`` runs every case through the grade path (the
+sandbox), and ``tests/grading/test_catalogue.py`` checks the catalogue's coverage.
 """
 from __future__ import annotations
 

@@ -243,7 +243,7 @@ def run_strictly(fn, device):
 '''
 # Checks the device itself and raises TensorFlow's error, but never turns soft placement off.
 NEVER_STRICT = '''
-from autograder.placement import normalize_device
+from autograder.checks.placement import normalize_device
 
 def run_strictly(fn, device):
     known = {normalize_device(d.name) for d in tf.config.list_logical_devices()}
@@ -296,7 +296,7 @@ RELEASED = "raise NotImplementedError()\n"
 
 # Appended to a correct answer: the checks of the parts that follow would see nothing wrong.
 PATCH_PLACEMENT = '''
-import autograder.placement as _placement
+import autograder.checks.placement as _placement
 _placement.assert_tensor_on_device = lambda *args, **kwargs: None
 _placement._parse_line = lambda line: None
 '''

@@ -365,8 +365,8 @@ REFERENCE_MEMORY = memory()
 
 # Appended to a correct answer: patches the grader's timing and placement helpers.
 PATCH_GRADER = '''
-import autograder.placement as _placement
-import autograder.timing as _timing
+import autograder.checks.placement as _placement
+import autograder.checks.timing as _timing
 _placement.capture = lambda fn, *a, **k: _placement.Capture(result=fn(*a, **{n: v for n, v in k.items() if n not in ("echo", "fresh")}))
 _timing.clock_is_genuine = lambda: True
 '''

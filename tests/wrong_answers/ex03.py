@@ -199,7 +199,7 @@ LOSS_WEIGHT = 1.0
 
 # Patches a private function of the gradient checker, with a step that has no loss scaling.
 PATCHES_GRADIENT_CHECK = '''
-import autograder.gradients as _gradients
+import autograder.checks.gradients as _gradients
 _gradients._check_lists = lambda *args, **kwargs: None
 _gradients._loss_scale_factor = lambda *args, **kwargs: None
 ''' + NO_SCALE_LOSS

@@ -187,7 +187,7 @@ def featurize_batch(xb):
 # Patches the thresholds table (the audit's "None turns speed into skipped")
 # and submits the slow row loop.
 PATCHES_THRESHOLDS = '''
-import autograder.thresholds as _thresholds
+import autograder.checks.thresholds as _thresholds
 for _row in _thresholds.THRESHOLDS.values():
     for _profile in list(_row):
         _row[_profile] = None

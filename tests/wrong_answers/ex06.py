@@ -270,7 +270,7 @@ CALLS = CALLS[:5]
 
 # Patches the grader: a function whose graph has no While gets one.
 PATCH_GRAPH_OP_TYPES = COLLATZ_PY_FUNCTION + '''
-import autograder.tracing as _tracing
+import autograder.checks.tracing as _tracing
 _real_types = _tracing.graph_op_types
 _tracing.graph_op_types = lambda *a, **k: _real_types(*a, **k) | {"While"}
 '''

@@ -172,7 +172,7 @@ build_swish = lambda body, gpu=False: _types.SimpleNamespace(swish=lambda x, bet
 
 # Patches the grader: every gradient comparison reports a match.
 PATCH_COMPARE = GRADIENT_WITHOUT_PRODUCT_RULE + '''
-import autograder.gradients as _gradients
+import autograder.checks.gradients as _gradients
 _gradients._compare = lambda got, expected, rtol, atol: (True, 0.0, 0.0, ())
 '''
 

@@ -100,7 +100,7 @@ def export_classifier(model, export_dir):
 # Patches the grader: the fresh-process check runs only tf.saved_model.load,
 # so an export the session loader cannot read would pass.
 PATCH_SPAWN = KERAS_WRAPPERS_ONLY + '''
-import autograder.savedmodel as _sm
+import autograder.checks.savedmodel as _sm
 _real_spawn = _sm._spawn
 _sm._spawn = lambda request, batches, timeout_s, strict=True: _real_spawn(
     {**request, "loaders": ["function"]}, batches, timeout_s, strict=strict)

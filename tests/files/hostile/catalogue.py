@@ -7,7 +7,7 @@ that would only score full marks if an attack *worked* are written the other
 way round: the answer is correct only when the attack fails (reading hidden
 files, the network, the grader's environment), so full marks prove the sandbox held.
 
-``tests/test_hostile.py`` grades them all in one batch, next to correct
+``tests/grading/test_hostile.py`` grades them all in one batch, next to correct
 submissions whose full marks show that neighbours do not change each other's
 scores.
 """
@@ -319,11 +319,11 @@ CASES = [
     Case("patched-time-time", answers(word=CORRECT_WORD + "import time\n_real = time.time\ntime.time = lambda: _real() / 2\n"),
          DOUBLE_ONLY, {"test-word": "integrity: time.time was replaced"}),
     Case("patched-grader-function", answers(
-        word="import autograder.timing\nautograder.timing.compare_outputs = lambda *a, **k: None\nSECRET_WORD = 'wrong'\n"),
-        DOUBLE_ONLY, {"test-word": "autograder.timing.compare_outputs was replaced"}),
+        word="import autograder.checks.timing\nautograder.timing.compare_outputs = lambda *a, **k: None\nSECRET_WORD = 'wrong'\n"),
+        DOUBLE_ONLY, {"test-word": "autograder.checks.timing.compare_outputs was replaced"}),
     Case("replaced-grader-code", answers(
-        word="import autograder.timing as t\nt.compare_outputs.__code__ = (lambda *a, **k: None).__code__\nSECRET_WORD = 'x'\n"),
-        DOUBLE_ONLY, {"test-word": "the code of autograder.timing.compare_outputs was replaced"}),
+        word="import autograder.checks.timing as t\nt.compare_outputs.__code__ = (lambda *a, **k: None).__code__\nSECRET_WORD = 'x'\n"),
+        DOUBLE_ONLY, {"test-word": "the code of autograder.checks.timing.compare_outputs was replaced"}),
     Case("shadowed-grader-name", answers(word="compare_outputs = lambda *a, **k: None\nSECRET_WORD = 'wrong'\n"),
          DOUBLE_ONLY, {"test-word": "the notebook's compare_outputs is not the grader's"}),
     Case("swallowed-failures", answers(

@@ -26,7 +26,7 @@ def build() -> nbformat.NotebookNode:
     cells = [
         nbformat.v4.new_markdown_cell("# Tiny\nTwo parts: `double(x)` and `SECRET_WORD`.",
                                       metadata=_meta("intro")),
-        nbformat.v4.new_code_cell("import time\nfrom autograder.timing import compare_outputs\nDATA = open('data.txt').read().strip()",
+        nbformat.v4.new_code_cell("import time\nfrom autograder.checks.timing import compare_outputs\nDATA = open('data.txt').read().strip()",
                                   metadata=_meta("setup")),
         nbformat.v4.new_code_cell(
             "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION",
@@ -58,7 +58,7 @@ def build_speed() -> nbformat.NotebookNode:
     """A one-part TensorFlow speed assignment: beat an eager loop with a tf.function."""
     cells = [
         nbformat.v4.new_code_cell(
-            "import tensorflow as tf\nfrom autograder.timing import assert_speedup\n\n"
+            "import tensorflow as tf\nfrom autograder.checks.timing import assert_speedup\n\n"
             "def slow_total(x):\n    total = tf.constant(0.0)\n    for i in range(100):\n"
             "        total += tf.reduce_sum(x * float(i))\n    return total",
             metadata=_meta("setup")),

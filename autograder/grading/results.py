@@ -1,0 +1,81 @@
+"""Results of a graded notebook, in Gradescope's ``results.json`` shape.
+
+One shape serves ``check --json``, Gradescope and the CSV export:
+``{"score", "max_score", "tests": [{"name", "score", "max_score", "output",
+"visibility"}], ...}``.  Serialisation lives here only (files are written by ``autograder.atomic``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class TestResult:
+    """One graded part (an nbgrader ``grade_id``)."""
+
+    name: str
+    score: float
+    max_score: float
+    output: str = ""
+    visibility: str = "visible"
+    status: str = "passed"  # passed | failed | error | skipped | missing | inconclusive
+
+    __test__ = False  # not a pytest test class
+
+
+@dataclass
+class Results:
+    """A whole notebook's grade."""
+
+    tests: list[TestResult] = field(default_factory=list)
+    notebook: str = ""
+    profile: dict | None = None
+    output: str = ""
+    execution_time_s: float | None = None
+    sandbox: dict | None = None  # which isolation mechanisms were in force (grade only)
+
+    @property
+    def score(self) -> float:
+        return round(sum(t.score for t in self.tests), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(t.max_score for t in self.tests), 6)
+
+    def by_name(self) -> dict[str, TestResult]:
+        return {t.name: t for t in self.tests}
+
+    def to_dict(self) -> dict:
+        return {
+            "score": self.score,
+            "max_score": self.max_score,
+            "output": self.output,
+            "execution_time": self.execution_time_s,
+            "tests": [asdict(t) for t in self.tests],
+            "extra_data": {"notebook": self.notebook, "profile": self.profile,
+                           **({"sandbox": self.sandbox} if self.sandbox is not None else {})},
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Results":
+        extra = data.get("extra_data") or {}
+        return cls(
+            tests=[TestResult(**t) for t in data.get("tests", [])],
+            notebook=extra.get("notebook", ""),
+            profile=extra.get("profile"),
+            output=data.get("output", ""),
+            execution_time_s=data.get("execution_time"),
+            sandbox=extra.get("sandbox"),
+        )
+
+
+def zero_results(parts, message: str, *, status: str = "error", notebook: str = "") -> Results:
+    """Every one of ``parts`` (each with ``grade_id`` and ``points``) scored 0 with
+    ``message``: the one place a whole submission's zero is built."""
+    tests = [TestResult(p.grade_id, 0.0, p.points, message, "visible", status) for p in parts]
+    return Results(tests=tests, notebook=notebook, output=message)

@@ -1,0 +1,654 @@
+"""The sandbox's inside: the worker that runs one submission, and the kernel launcher.
+
+``python -m autograder.grading.sandbox_worker worker`` is started by
+:func:`autograder.grading.sandbox.run_submission` (see there for the whole design).
+It reads one job (JSON) on stdin, isolates itself (new mount and network
+namespaces, a private tmpfs, hidden folders covered), starts the kernel
+through ``python -m autograder.grading.sandbox_worker kernel``, runs the bootstrap
+cell, the learner's cells and each test cell -- asking the grader for the
+test's source only when it gets there -- and writes one JSON event per line
+on stdout: ``{"need": grade_id}``, ``{"part": TestResult}``, ``{"done": ...}``.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from autograder.grading import integrity, runner
+from autograder.grading.results import TestResult
+from autograder.grading.sandbox import KERNEL_CONFIG_ENV, KERNEL_NAME, Limits, clean_env
+
+import nbformat  # noqa: E402,I001  (after autograder.grading.sandbox, which keeps its import fast)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def _loopback_up() -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        request = struct.pack("16sH14s", b"lo", 0, b"")
+        flags = struct.unpack("16sH14s", __import__("fcntl").ioctl(sock, 0x8913, request))[1]
+        __import__("fcntl").ioctl(sock, 0x8914, struct.pack("16sH14s", b"lo", flags | 1, b""))
+    finally:
+        sock.close()
+
+
+NO_ISOLATION_WARNING = (
+    "NOT ISOLATED: this machine allows no namespaces, so the kernel could read any file this user can "
+    "(course files, other submissions); only a Python audit hook stands guard, and a subprocess or ctypes "
+    "walks around it. Grade on a machine with unprivileged user namespaces (or as root)")
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+CLONE_NEWUSER = 0x10000000
+MNT_DETACH = 2
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+
+
+def _enter_user_namespace() -> None:
+    """Become root of a new user namespace (mapped to our own uid), so that an
+    unprivileged grader can build the same private root as a root one."""
+    uid, gid = os.getuid(), os.getgid()
+    _check(_libc.unshare(CLONE_NEWUSER), "unshare user")
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"0 {uid} 1")
+    Path("/proc/self/gid_map").write_text(f"0 {gid} 1")
+
+
+def _locked_flags(path: str) -> int:
+    """The mount flags a read-only remount must keep (the kernel refuses to drop them)."""
+    flags = os.statvfs(path).f_flag
+    return (flags & (os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC)) | \
+        (MS_RDONLY if flags & os.ST_RDONLY else 0)
+
+
+def _bind(source: str, root: str, *, writable: bool = False) -> None:
+    """Make ``source`` appear at the same path under ``root`` (read-only unless ``writable``)."""
+    target = root + source
+    if os.path.islink(source) and os.path.dirname(source) == "/":  # /bin -> usr/bin on merged-/usr systems
+        os.symlink(os.readlink(source), target)
+        return
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        Path(target).touch()
+    _mount(source, target, None, MS_BIND | MS_REC)
+    if not writable:
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _locked_flags(target))
+
+
+def isolate_worker(workdir: Path, allow_paths: list[str], limits: Limits) -> dict:
+    """Move this process into a private root that holds only an allowlist.
+
+    New mount and network namespaces (and a user namespace first when not
+    root); the network has only loopback.  The new root is a small tmpfs
+    holding read-only binds of ``SYSTEM_PATHS``, ``/dev`` and ``allow_paths``
+    (the Python installation, the ``autograder`` package and the files the
+    exercises build with), a private copy of ``workdir`` on a tmpfs of
+    ``limits.disk_mb``, and fresh ``/tmp`` and ``/dev/shm``.  Nothing else of
+    the machine exists there: not the course repository, its ``.git``,
+    ``solutions/`` or ``tests/``, nor any other submission, whatever tool
+    looks.  Raises OSError when namespaces are unavailable."""
+    mechanisms = {}
+    if os.geteuid() != 0:
+        _enter_user_namespace()
+        mechanisms["user"] = "unprivileged user namespace"
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare")
+    _loopback_up()
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    root = str(workdir.with_name(workdir.name + ".root"))
+    os.makedirs(root, exist_ok=True)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
+    for path in SYSTEM_PATHS:
+        if os.path.lexists(path):
+            _bind(path, root)
+    _bind("/dev", root, writable=True)
+    for private in ("/tmp", "/dev/shm"):  # before the allowlist: a course checkout may live under /tmp
+        os.makedirs(root + private, exist_ok=True)
+        _mount("tmpfs", root + private, "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=1777")
+    for path in sorted(set(allow_paths)):
+        if os.path.exists(path) and not os.path.exists(root + path):
+            _bind(path, root)
+    os.makedirs(root + "/proc", exist_ok=True)
+    _mount("/proc", root + "/proc", None, MS_BIND | MS_REC)
+    os.makedirs(root + str(workdir), exist_ok=True)
+    _mount("tmpfs", root + str(workdir), "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits.disk_mb}m,mode=755")
+    shutil.copytree(workdir, root + str(workdir), symlinks=True, dirs_exist_ok=True)
+    os.makedirs(root + "/.old", exist_ok=True)
+    number = SYS_PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(0, f"pivot_root: unknown system call number on {os.uname().machine}")
+    _check(_libc.syscall(number, root.encode(), (root + "/.old").encode()), "pivot_root")
+    os.chdir("/")
+    _check(_libc.umount2(b"/.old", MNT_DETACH), "umount old root")
+    os.rmdir("/.old")
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir(workdir)
+    mechanisms.update({"network": "namespace (loopback only)",
+                       "filesystem": (f"private root: system folders, Python and the autograder package "
+                                      f"read-only; the submission on a private {limits.disk_mb} MB tmpfs"),
+                       "hidden": ["everything not on the allowlist"]})
+    return mechanisms
+
+
+def _kernel_spec(workdir: Path, config: dict) -> None:
+    spec_dir = workdir / ".tmp" / "jupyter" / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [sys.executable, "-m", "autograder.grading.sandbox_worker", "kernel", "-f", "{connection_file}"],
+        "display_name": "Python 3 (autograder sandbox)",
+        "language": "python",
+        "env": {KERNEL_CONFIG_ENV: json.dumps(config)},
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+
+
+def _tasks_of(uid: int) -> int:
+    """Threads of every process ``uid`` runs (what RLIMIT_NPROC counts)."""
+    import psutil
+
+    total = 0
+    for proc in psutil.process_iter(["uids", "num_threads"]):
+        try:
+            if proc.info["uids"] and proc.info["uids"].real == uid:
+                total += proc.info["num_threads"] or 1
+        except psutil.Error:
+            continue
+    return total
+
+
+class _Watchdog(threading.Thread):
+    """Kills the kernel when its process tree breaks the process or memory limit."""
+
+    def __init__(self, get_pid, limits: Limits, memory_cgroup: str, pids_cgroup: str) -> None:
+        super().__init__(daemon=True)
+        self.get_pid = get_pid
+        self.limits = limits
+        self.memory_cgroup = Path(memory_cgroup) if memory_cgroup else None
+        self.pids_cgroup = Path(pids_cgroup) if pids_cgroup else None
+        self.reason = ""
+        self.stopped = threading.Event()
+        self.baseline_fork_failures = self._fork_failures()
+
+    def _fork_failures(self) -> int:
+        if self.pids_cgroup is None:
+            return 0
+        try:
+            for line in (self.pids_cgroup / "pids.events").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "max":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def memory_limit_hit(self) -> bool:
+        if self.memory_cgroup is None:
+            return False
+        for name in ("memory.events", "memory.failcnt"):
+            try:
+                text = (self.memory_cgroup / name).read_text()
+            except OSError:
+                continue
+            if name == "memory.failcnt":
+                return int(text.strip() or 0) > 0
+            for line in text.splitlines():
+                key, _, value = line.partition(" ")
+                if key in ("max", "oom_kill") and int(value) > 0:
+                    return True
+        return False
+
+    def run(self) -> None:
+        import psutil
+
+        while not self.stopped.wait(0.1):
+            pid = self.get_pid()
+            if not pid:
+                continue
+            try:
+                kernel = psutil.Process(pid)
+                tree = [kernel] + kernel.children(recursive=True)
+            except psutil.Error:
+                continue
+            if self._fork_failures() > self.baseline_fork_failures or len(tree) > self.limits.max_processes:
+                self.reason = (f"the notebook started more than {self.limits.max_processes} processes "
+                               "(a fork bomb?) and was stopped")
+            elif self.memory_cgroup is None:
+                rss = 0
+                for proc in tree:
+                    try:
+                        rss += proc.memory_info().rss
+                    except psutil.Error:
+                        pass
+                if rss > self.limits.memory_mb * 2**20:
+                    self.reason = f"the notebook used more than {self.limits.memory_mb} MB of memory and was stopped"
+            if self.reason:
+                self.kill_kernel_tree(pid)
+                return
+
+    @staticmethod
+    def kill_kernel_tree(pid: int) -> None:
+        """Kill the kernel and everything under it, including children born while killing.
+
+        The kernel leads its own process group (jupyter_client starts it in a new
+        session), so one ``killpg`` reaches a fork bomb's copies at once; the
+        worker is a child subreaper, so anything that escaped the group is still
+        among its descendants for the sweep that follows."""
+        import psutil
+
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        me = psutil.Process()
+        for _ in range(100):
+            victims = [p for p in me.children(recursive=True) if p.pid != os.getpid()]
+            if not victims:
+                return
+            for victim in victims:
+                try:
+                    victim.kill()
+                except psutil.Error:
+                    pass
+            psutil.wait_procs(victims, timeout=0.05)
+
+
+def _output_size(msg: dict) -> int:
+    content = msg.get("content", {})
+    if msg.get("msg_type") == "stream":
+        return len(content.get("text", ""))
+    data = content.get("data") or {}
+    return sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in data.values())
+
+
+def _make_client_class():
+    import asyncio
+
+    from jupyter_core.utils import ensure_async, run_sync
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError
+
+    class LimitedClient(NotebookClient):
+        """nbclient that caps a cell's output and interrupts a cell out of time.
+
+        Output beyond ``output_cap`` bytes is dropped (and the cell noted in
+        ``overflowed``).  A cell over its time is interrupted and its reply
+        awaited as usual, so the kernel's message streams stay in step and
+        later cells run normally (the cell is noted in ``timed_out``); only a
+        kernel that ignores the interrupt for ``interrupt_grace_s`` raises
+        ``CellTimeoutError``."""
+
+        output_cap = 1 << 20
+        interrupt_grace_s = 10.0
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.output_used: dict[int, int] = {}
+            self.overflowed: set[int] = set()
+            self.timed_out: set[int] = set()
+            self.replies: dict[int, dict] = {}  # cell index -> the kernel's execute_reply content
+            self._current = -1
+            self._interrupted_at: float | None = None
+
+        async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+            self._current, self._interrupted_at = cell_index, None
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+
+        execute_cell = run_sync(async_execute_cell)
+
+        async def _check_raise_for_error(self, cell, cell_index, exec_reply):
+            if exec_reply is not None:
+                self.replies[cell_index] = dict(exec_reply.get("content", {}))
+            return await super()._check_raise_for_error(cell, cell_index, exec_reply)
+
+        async def _async_handle_timeout(self, timeout, cell=None):
+            now = time.monotonic()
+            if self._interrupted_at is None:
+                self._interrupted_at = now
+                self.timed_out.add(self._current)
+                await ensure_async(self.km.interrupt_kernel())
+            elif now - self._interrupted_at > self.interrupt_grace_s:
+                raise CellTimeoutError.error_from_timeout_and_cell("Cell execution timed out", timeout, cell)
+            await asyncio.sleep(0.1)
+            return None
+
+        def output(self, outs, msg, display_id, cell_index):
+            if msg.get("msg_type") != "error":
+                used = self.output_used.get(cell_index, 0) + _output_size(msg)
+                self.output_used[cell_index] = used
+                if used > self.output_cap:
+                    self.overflowed.add(cell_index)
+                    return None
+            return super().output(outs, msg, display_id, cell_index)
+
+    return LimitedClient
+
+
+class _Worker:
+    """Runs a job's cells in one sandboxed kernel and streams part results."""
+
+    def __init__(self, job: dict, proto_out, proto_in) -> None:
+        self.job = job
+        self.limits = Limits(**job["limits"])
+        self.workdir = Path(job["workdir"])
+        self.out = proto_out
+        self.inp = proto_in
+        self.token = "AG" + secrets.token_hex(12)
+        self.nb = nbformat.v4.new_notebook()
+        self.client = None
+        self.watchdog: _Watchdog | None = None
+        self.sandbox: dict = {}
+        self.profile: dict | None = None
+        self.frozen: dict[str, str] = {}  # frozen name -> how it is frozen ("NAME" or "state:NAME")
+
+    def send(self, event: dict) -> None:
+        self.out.write(json.dumps(event) + "\n")
+        self.out.flush()
+
+    def test_source(self, grade_id: str) -> str:
+        self.send({"need": grade_id})
+        reply = json.loads(self.inp.readline() or "{}")
+        return reply.get("source", "")
+
+    def kernel_pid(self) -> int | None:
+        km = getattr(self.client, "km", None)
+        provisioner = getattr(km, "provisioner", None)
+        return getattr(provisioner, "pid", None) or getattr(getattr(provisioner, "process", None), "pid", None)
+
+    def run_cell(self, source: str, *, timeout: float | None = None, store_history: bool = True):
+        cell = nbformat.v4.new_code_cell(source)
+        self.nb.cells.append(cell)
+        index = len(self.nb.cells) - 1
+        old = self.client.timeout
+        if timeout is not None:
+            self.client.timeout = timeout
+        try:
+            self.client.execute_cell(cell, index, store_history=store_history)
+        finally:
+            self.client.timeout = old
+        return cell, index
+
+    def check_integrity(self, names: list[str] | None, *, freeze: list[str] | None = None,
+                        label: str = "") -> list[str]:
+        """The integrity report (frozen names included); ``freeze`` first records those names."""
+        if freeze is not None:
+            self.frozen.update({entry.removeprefix("state:"): entry for entry in freeze})
+        cell, _ = self.run_cell(integrity.verify_source(self.token, names, freeze=freeze, label=label),
+                                timeout=60, store_history=False)
+        return integrity.parse_report(runner.stdout_of(cell), self.token)
+
+    def frozen_rebound(self, test_source: str) -> list[str]:
+        """Frozen names a test cell bound again (its own objects are the grader's)."""
+        return sorted(self.frozen[n.removeprefix("state:")] for n in integrity.bound_names(test_source)
+                      if n.removeprefix("state:") in self.frozen)
+
+    def setup(self) -> dict:
+        info = {"cgroups": "pids and memory" if self.job.get("cgroups") else "none (psutil watchdog)",
+                "network": "audit hook", "filesystem": "audit hook", "hidden": []}
+        try:
+            for path in self.job.get("cgroups", []):
+                (Path(path) / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            info["cgroups"] = "none (psutil watchdog)"
+            self.job["memory_cgroup"] = self.job["pids_cgroup"] = ""
+        # Without a memory cgroup the watchdog kills the kernel at the limit (as the
+        # cgroup would); RLIMIT_DATA at twice that is only a backstop.  RLIMIT_NPROC
+        # counts all of a user's tasks (root is exempt), so it allows those running now.
+        config = {"rlimit_data": 0 if self.job.get("memory_cgroup") else 2 * self.limits.memory_mb * 2**20,
+                  "rlimit_fsize": self.limits.disk_mb * 2**20,
+                  "rlimit_nproc": self.limits.max_processes + _tasks_of(os.getuid()),
+                  "drop_caps": os.geteuid() == 0, "pid_namespace": False}
+        if self.job.get("isolate"):
+            try:
+                info.update(isolate_worker(self.workdir, self.job.get("allow_paths", []), self.limits))
+                config["drop_caps"] = True
+                config["pid_namespace"] = True
+                info["processes"] = "own PID namespace, no capabilities"
+            except OSError as exc:
+                info["namespaces"] = f"unavailable ({exc.strerror or exc})"
+                info["warning"] = NO_ISOLATION_WARNING
+        for sub in ("matplotlib", "ipython", "jupyter-runtime", "jupyter-config", "jupyter-data"):
+            (self.workdir / ".tmp" / sub).mkdir(parents=True, exist_ok=True)
+        _kernel_spec(self.workdir, config)
+        return info
+
+    def run(self) -> None:
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        self.sandbox = self.setup()
+        client_class = _make_client_class()
+        # History in memory: IPython's history.sqlite would put test cells on the sandbox's disk.
+        self.client = client_class(self.nb, timeout=self.limits.cell_timeout_s, kernel_name=KERNEL_NAME,
+                                   allow_errors=True, shutdown_kernel="immediate",
+                                   extra_arguments=["--HistoryManager.hist_file=:memory:"],
+                                   resources={"metadata": {"path": str(self.workdir)}})
+        self.client.output_cap = self.limits.output_kb * 1024
+        env = clean_env(self.workdir)
+        note = ""
+        pending = ""  # a limit an earlier cell hit: the next test reports it
+        tampered: list[str] = []
+        label = "the first cell"
+        self.watchdog = _Watchdog(self.kernel_pid, self.limits, self.job.get("memory_cgroup", ""),
+                                  self.job.get("pids_cgroup", ""))
+        try:
+            with self.client.setup_kernel(env=env, cwd=str(self.workdir),
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+                self.watchdog.start()
+                boot, _ = self.run_cell(integrity.bootstrap_source(
+                    self.token, hidden_dirs=self.job["hidden_dirs"], include_tf=self.job["include_tf"],
+                    allow=self.job.get("keep_paths", []), writable=[str(self.workdir)]),
+                    timeout=max(120.0, self.limits.cell_timeout_s), store_history=False)
+                ready = [line for line in runner.stdout_of(boot).splitlines() if line.startswith(self.token + "ready")]
+                if not ready:
+                    raise RuntimeError("the grader's bootstrap cell failed: " + _error_text(boot))
+                self.profile = json.loads(ready[0][len(self.token + "ready"):] or "null")
+                for spec in self.job["cells"]:
+                    label = spec["label"]
+                    if spec["kind"] in ("code", "locked"):
+                        pending = self.run_learner_cell(spec["source"], label) or pending
+                        if spec["kind"] == "locked" and not tampered:
+                            tampered = self.check_integrity([], freeze=spec["binds"], label=label)
+                        continue
+                    source = self.test_source(spec["grade_id"])
+                    names = integrity.global_names(source)
+                    if not tampered:
+                        tampered = self.check_integrity(names)
+                    sentinel = runner.new_sentinel()
+                    # Not in the kernel's history: a later cell must not find hidden tests in In/_ih.
+                    cell, index, stopped = self.run_limited(runner.with_sentinel(source, sentinel), label,
+                                                            store_history=False)
+                    if not tampered:
+                        # The test's own bindings are the grader's: they stay frozen from here on.
+                        tampered = self.check_integrity(names, freeze=self.frozen_rebound(source), label=label)
+                    self.send({"part": asdict(self.score(spec, cell, index, pending or stopped, tampered,
+                                                         sentinel))})
+                    pending = ""
+        except CellTimeoutError:
+            note = (f"{label} ran longer than {self.limits.cell_timeout_s:g} s, did not stop when "
+                    "interrupted, and was killed; later cells did not run")
+        except DeadKernelError:
+            note = self.death_reason(label)
+        except (TypeError, KeyError, ValueError) as exc:  # a reply that is not a Jupyter message
+            note = (f"grading stopped in {label}: the kernel's replies could not be read ({exc.__class__.__name__}); "
+                    "a notebook must not change json, the kernel or its messages")
+        finally:
+            self.watchdog.stopped.set()
+        self.send({"done": {"note": note, "sandbox": self.sandbox, "profile": self.profile}})
+
+    def death_reason(self, label: str) -> str:
+        if self.watchdog is not None and self.watchdog.reason:
+            what = self.watchdog.reason
+        elif self.watchdog is not None and self.watchdog.memory_limit_hit():
+            what = f"the notebook used more than {self.limits.memory_mb} MB of memory and was stopped"
+        else:
+            what = "the kernel died (a crash, sys.exit/os._exit or running out of memory)"
+        return f"{what} in {label}; later cells did not run"
+
+    def run_limited(self, source: str, label: str, *, store_history: bool = True):
+        """Run a cell; return it, its index and the message of a time limit it broke."""
+        cell, index = self.run_cell(source, store_history=store_history)
+        if index in self.client.timed_out:
+            return cell, index, (f"{label} ran longer than {self.limits.cell_timeout_s:g} s and was "
+                                 "stopped (an infinite loop?); make it finish faster")
+        return cell, index, ""
+
+    def run_learner_cell(self, source: str, label: str) -> str:
+        """Run one learner cell; return a limit message for the next test, if one was hit."""
+        cell, index, stopped = self.run_limited(source, label)
+        if stopped:
+            return stopped
+        if index in self.client.overflowed:
+            return (f"{label} printed more than {self.limits.output_kb} KB of output; "
+                    "print less (a summary, not every value)")
+        reply = self.client.replies.get(index) or {}
+        error = (reply["ename"], reply.get("evalue", "")) if reply.get("status") == "error" else runner.error_of(cell)
+        if error and error[0] == "MemoryError":
+            return f"{label} ran out of memory (limit {self.limits.memory_mb} MB)"
+        if error and error[0] in ("SystemExit",):
+            return f"{label} called sys.exit(); remove it, a notebook must run to the end"
+        return ""
+
+    def score(self, spec: dict, cell, index: int, pending: str, tampered: list[str], sentinel: str) -> TestResult:
+        gid, points = spec["grade_id"], spec["points"]
+        if tampered:
+            return TestResult(gid, 0.0, points, integrity.message(tampered), "visible", "failed")
+        if index in self.client.overflowed:
+            return TestResult(gid, 0.0, points, f"this test printed more than {self.limits.output_kb} KB of "
+                              "output (does your function print in a loop?); print less", "visible", "failed")
+        if pending:  # a limit broken by this part's cells costs the part, whatever the test found
+            return TestResult(gid, 0.0, points, pending, "visible", "failed")
+        return runner.score_test(cell, grade_id=gid, points=points, reply=self.client.replies.get(index),
+                                 sentinel=sentinel)
+
+
+def _error_text(cell) -> str:
+    error = runner.error_of(cell)
+    if error:
+        return f"{error[0]}: {error[1]}"
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    return text[-500:] or "no output"
+
+
+def worker_main() -> int:
+    """``python -m autograder.grading.sandbox_worker worker``: one job on stdin, events on stdout."""
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the grader
+    _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the kernel stay our descendants
+    proto_out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # nothing printed by libraries can corrupt the event stream
+    proto_in = sys.stdin
+    job = json.loads(proto_in.readline())
+    worker = _Worker(job, proto_out, proto_in)
+    try:
+        worker.run()
+    except Exception as exc:  # report, don't hang the grader
+        worker.send({"done": {"note": f"the sandbox failed: {exc.__class__.__name__}: {exc}",
+                              "sandbox": worker.sandbox}})
+        raise
+    return 0
+
+
+# --- the kernel launcher ----------------------------------------------------------------
+
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
+
+
+def _drop_capabilities() -> None:
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break
+    header = struct.pack("II", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = ctypes.create_string_buffer(24)  # two zeroed cap_user_data_t
+    _check(_libc.capset(ctypes.c_char_p(header), data), "capset")
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def _limit_and_exec(config: dict, argv: list[str]) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if config.get("rlimit_fsize"):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (config["rlimit_fsize"],) * 2)
+    if config.get("rlimit_data"):
+        resource.setrlimit(resource.RLIMIT_DATA, (config["rlimit_data"],) * 2)
+    if config.get("rlimit_nproc"):  # ignored for root, effective otherwise
+        resource.setrlimit(resource.RLIMIT_NPROC, (config["rlimit_nproc"],) * 2)
+    if config.get("drop_caps"):
+        _drop_capabilities()
+    os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv])
+
+
+def kernel_main(argv: list[str]) -> int:
+    """``python -m autograder.grading.sandbox_worker kernel -f CONNECTION``: limit, then become ipykernel.
+
+    With ``pid_namespace`` this process stays as a small shim: it unshares a
+    PID namespace and forks, and the child -- PID 1 there, with its own
+    ``/proc`` -- becomes the kernel.  (A process can't do this for itself: after
+    ``unshare(CLONE_NEWPID)`` it may not start threads, and the worker needs
+    threads.)  The child dies with the shim, and everything in the namespace
+    dies with the child."""
+    config = json.loads(os.environ.pop(KERNEL_CONFIG_ENV, "{}"))
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker (kept across exec)
+    if not config.get("pid_namespace"):
+        _limit_and_exec(config, argv)
+    _check(_libc.unshare(CLONE_NEWPID), "unshare pid")
+    child = os.fork()
+    if child == 0:
+        try:
+            _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+            _check(_libc.unshare(CLONE_NEWNS), "unshare mount")
+            _mount(None, "/", None, MS_REC | MS_PRIVATE)
+            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            _limit_and_exec(config, argv)
+        finally:
+            os._exit(127)
+    # SIGINT (an interrupt) reaches the child through the process group; the
+    # shim passes on termination and reports the child's exit.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(child, signal.SIGKILL))
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["worker"]:
+        return worker_main()
+    if argv[:1] == ["kernel"]:
+        return kernel_main(argv[1:])
+    print("usage: python -m autograder.grading.sandbox_worker (worker | kernel -f CONNECTION_FILE); "
+          "the grade command starts these", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

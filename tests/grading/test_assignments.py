@@ -1,0 +1,136 @@
+"""Every assignment end to end: the solution scores full marks, the released
+exercise scores zero without crashing, and every case of the mutation
+catalogue (``tests/wrong_answers``) gets exactly its expected per-part scores
+and feedback when graded the way ``python -m autograder grade`` grades it
+(sandboxed, hidden tests sent in cell by cell, feedback redacted)."""
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.grading import feedback, sandbox
+from autograder.grading import notebook as nbtools
+from autograder.grading.check import check_notebook as run_notebook
+from tests.conftest import EXERCISES, SOLUTIONS, assignments, notebook_for
+from tests import wrong_answers
+
+pytestmark = pytest.mark.slow
+
+
+def _wrong_cases():
+    cases = []
+    for info in pkgutil.iter_modules(wrong_answers.__path__):
+        module = importlib.import_module(f"tests.wrong_answers.{info.name}")
+        for case in module.CASES:
+            cases.append(pytest.param(module.ASSIGNMENT, case, id=f"{module.ASSIGNMENT}-{case.name}"))
+    return cases
+
+
+def grade_as_instructor(path: Path, source: Path, data_dir: Path | None = None):
+    """Grade ``path`` as the grade command does: sandboxed, with the assignment's data files."""
+    data_dir = data_dir or source.parent
+    data = [p for p in data_dir.iterdir() if not p.name.endswith(".ipynb")]
+    results = sandbox.run_submission(path, source, data_files=data,
+                                     hidden_dirs=[SOLUTIONS.parent / "solutions", path.parent])
+    return feedback.redact_hidden(results, sandbox.hidden_test_lines(nbtools.load(source)))
+
+
+# The catalogue of one assignment is graded as one batch, two submissions at a time (as
+# `grade --workers 2` would), the first time one of its cases is asked for.
+WORKERS = 2
+_BATCHES: dict[str, dict] = {}
+
+
+def _targets(case) -> set[str]:
+    """The parts a wrong answer must lose; every part for a right answer."""
+    if isinstance(case, wrong_answers.RightAnswer):
+        return set(case.expect)
+    return {gid for gid, score in case.expect.items() if score == 0}
+
+
+def _grade_case(assignment: str, case, folder: Path):
+    """Grade one case.  A wrong answer is graded against a copy of the source in which
+    the tests of the parts it does not target are ``pass``: it only has to lose its
+    targets, and the untargeted parts (often timed ones) need not run again."""
+    folder.mkdir(parents=True)
+    source = notebook_for(SOLUTIONS, assignment)
+    nb = nbtools.load(source)
+    found = set()
+    for cell in nb.cells:
+        gid = nbtools.nbgrader_meta(cell).get("grade_id")
+        if gid in case.replace:
+            cell.source = case.replace[gid]
+            found.add(gid)
+    assert found == set(case.replace), f"no answer cells named {set(case.replace) - found} in {assignment}"
+    path = folder / f"{assignment}.ipynb"
+    nbformat.write(nb, path)
+    targets = _targets(case)
+    graded_source = source
+    if targets != set(case.expect):
+        trimmed = nbtools.load(source)
+        for cell in trimmed.cells:
+            if nbtools.is_test_cell(cell) and nbtools.nbgrader_meta(cell)["grade_id"] not in targets:
+                cell.source = "pass"
+        graded_source = folder / "source" / f"{assignment}.ipynb"
+        graded_source.parent.mkdir()
+        nbformat.write(trimmed, graded_source)
+    return grade_as_instructor(path, graded_source, data_dir=source.parent)
+
+
+def _catalogue_results(request, assignment: str, root: Path) -> dict:
+    if assignment not in _BATCHES:
+        from concurrent.futures import ThreadPoolExecutor
+
+        cases = [item.callspec.params["case"] for item in request.session.items
+                 if getattr(item, "callspec", None) and item.callspec.params.get("assignment") == assignment
+                 and "case" in item.callspec.params]
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            futures = {c.name: pool.submit(_grade_case, assignment, c, root / assignment / c.name) for c in cases}
+        _BATCHES[assignment] = {name: future.result() for name, future in futures.items()}
+    return _BATCHES[assignment]
+
+
+@pytest.fixture(scope="session")
+def catalogue_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("catalogue")
+
+
+def _scores(results) -> dict[str, float]:
+    return {t.name: t.score for t in results.tests}
+
+
+@pytest.mark.parametrize("name", assignments())
+def test_solution_scores_full_marks(name):
+    results = run_notebook(notebook_for(SOLUTIONS, name))
+    failed = {t.name: t.output for t in results.tests if t.score < t.max_score}
+    assert not failed, f"{name}: solution lost points: {json.dumps(failed, indent=1)}"
+    assert 3 <= len(results.tests) <= 6, f"{name}: an exercise has 3 to 6 graded parts, found {len(results.tests)}"
+    assert results.max_score > 0
+
+
+@pytest.mark.parametrize("name", assignments())
+def test_released_exercise_scores_zero_without_crashing(name):
+    path = notebook_for(EXERCISES, name)
+    assert path.exists(), f"exercises/{name} is missing: run `make exercises`"
+    results = run_notebook(path, source=notebook_for(SOLUTIONS, name))
+    assert results.output == "", f"the exercise run stopped early: {results.output}"
+    assert results.score == 0, f"{name}: the unanswered exercise scored {results.score}: {_scores(results)}"
+    solution_parts = [p.grade_id for p in nbtools.graded_parts(nbtools.load(notebook_for(SOLUTIONS, name)))]
+    assert [t.name for t in results.tests] == solution_parts
+
+
+@pytest.mark.parametrize("assignment,case", _wrong_cases())
+def test_catalogue_case_gets_expected_scores(assignment, case, request, catalogue_root):
+    results = _catalogue_results(request, assignment, catalogue_root)[case.name]
+    targets = _targets(case)
+    details = "\n".join(f"{t.name}: {t.score}: {t.output}" for t in results.tests) + f"\nnote: {results.output}"
+    assert {g: s for g, s in _scores(results).items() if g in targets} == \
+        {g: s for g, s in case.expect.items() if g in targets}, details
+    by_name = results.by_name()
+    for gid, text in case.messages.items():
+        assert text in by_name[gid].output, f"{gid} feedback lacks {text!r}: {by_name[gid].output}"

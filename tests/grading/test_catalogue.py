@@ -1,0 +1,109 @@
+"""The mutation catalogue covers every specification clause of every graded part.
+
+Each part's text (the markdown cell before its answer) lists its specification
+under a ``**Specification**`` line, one numbered clause per line.  For every
+part the catalogue (``tests/wrong_answers``) must hold a wrong answer per clause
+that expects the part to score 0, and two right answers written differently
+that keep it; each exercise must hold a hostile case of every class.  The
+cases themselves run in ``tests/grading/test_assignments.py``.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+
+import pytest
+
+from autograder.grading import notebook as nbtools
+from tests import wrong_answers
+from tests.conftest import SOLUTIONS, assignments, notebook_for
+from tests.wrong_answers import HOSTILE_CLASSES, RightAnswer, WrongAnswer
+
+CLAUSE = re.compile(r"^\s*(\d+)\.\s+(\S.*)")
+# A clause that only a GPU can break (a speed on GPU profiles) gets its wrong answer
+# where a GPU grades; on this CPU-only machine its part is graded on the other clauses.
+GPU_ONLY = "On a GPU profile"
+
+
+def catalogues() -> dict[str, list]:
+    found = {}
+    for info in pkgutil.iter_modules(wrong_answers.__path__):
+        module = importlib.import_module(f"tests.wrong_answers.{info.name}")
+        found[module.ASSIGNMENT] = module.CASES
+    return found
+
+
+def specifications(name: str, *, cpu_gradable: bool = False) -> dict[str, list[int]]:
+    """For each test grade_id: the clause numbers listed in its part's text (with
+    ``cpu_gradable``, only those a CPU-only machine can break)."""
+    nb = nbtools.load(notebook_for(SOLUTIONS, name))
+    specs: dict[str, list[int]] = {}
+    clauses: list[int] = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and "**Specification**" in cell.source:
+            after = cell.source.split("**Specification**", 1)[1]
+            clauses = [int(m.group(1)) for line in after.splitlines() if (m := CLAUSE.match(line))
+                       and not (cpu_gradable and m.group(2).startswith(GPU_ONLY))]
+        elif nbtools.is_test_cell(cell) and clauses:
+            specs[nbtools.nbgrader_meta(cell)["grade_id"]] = clauses
+            clauses = []
+    return specs
+
+
+@pytest.mark.parametrize("name", assignments())
+def test_every_part_states_its_specification(name):
+    parts = [p.grade_id for p in nbtools.graded_parts(nbtools.load(notebook_for(SOLUTIONS, name)))]
+    specs = specifications(name)
+    missing = [p for p in parts if p not in specs]
+    assert not missing, f"{name}: parts without a '**Specification**' list of numbered clauses: {missing}"
+    for gid, clauses in specs.items():
+        assert clauses == list(range(1, len(clauses) + 1)), f"{name} {gid}: clauses must be numbered 1..n"
+
+
+@pytest.mark.parametrize("name", assignments())
+def test_every_clause_has_a_wrong_answer_that_loses_the_part(name):
+    cases = catalogues().get(name, [])
+    broken = {(gid, n) for c in cases if isinstance(c, WrongAnswer) for gid, n in c.breaks.items()
+              if c.expect.get(gid) == 0}
+    wanted = {(gid, n) for gid, clauses in specifications(name, cpu_gradable=True).items() for n in clauses}
+    assert not wanted - broken, f"{name}: clauses with no wrong answer that scores the part 0: {sorted(wanted - broken)}"
+    for case in cases:
+        if isinstance(case, WrongAnswer):
+            for gid in case.breaks:
+                assert case.messages.get(gid), f"{name} {case.name}: say which feedback {gid} must show"
+
+
+@pytest.mark.parametrize("name", assignments())
+def test_every_part_has_two_right_answers_written_differently(name):
+    nb = nbtools.load(notebook_for(SOLUTIONS, name))
+    parts = {p.grade_id: p.points for p in nbtools.graded_parts(nb)}
+    answers_of = _answers_of_parts(nb)
+    rights = [c for c in catalogues().get(name, []) if isinstance(c, RightAnswer)]
+    for case in rights:
+        assert case.expect == parts, f"{name} {case.name}: a right answer must expect full marks on every part"
+    for gid in parts:
+        count = sum(1 for c in rights if set(c.replace) & set(answers_of[gid]))
+        assert count >= 2, f"{name} {gid}: {count} right answers rewrite its answer cells; at least 2 are needed"
+
+
+@pytest.mark.parametrize("name", assignments())
+def test_every_hostile_class_is_tried(name):
+    tried = {c.hostile for c in catalogues().get(name, []) if isinstance(c, WrongAnswer) and c.hostile}
+    assert tried >= set(HOSTILE_CLASSES), f"{name}: no hostile case of {sorted(set(HOSTILE_CLASSES) - tried)}"
+    assert tried <= set(HOSTILE_CLASSES), f"{name}: unknown hostile classes {sorted(tried - set(HOSTILE_CLASSES))}"
+
+
+def _answers_of_parts(nb) -> dict[str, list[str]]:
+    """For each test grade_id, the answer cells since the previous test (or, for a part
+    that tests earlier answers and has none of its own, every answer cell before it)."""
+    result, pending, seen = {}, [], []
+    for cell in nb.cells:
+        gid = nbtools.nbgrader_meta(cell).get("grade_id")
+        if nbtools.is_answer_cell(cell) and gid:
+            pending.append(gid)
+            seen.append(gid)
+        elif nbtools.is_test_cell(cell) and gid:
+            result[gid] = pending or list(seen)
+            pending = []
+    return result

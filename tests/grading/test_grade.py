@@ -1,0 +1,234 @@
+"""The grade command: layout, resume, atomic outputs, interruption, the CLI as users see it."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from autograder.grading import grade, sandbox
+from autograder.errors import UsageError
+from autograder.grading.results import Results, TestResult
+from tests.conftest import ROOT
+from tests.files.hostile.catalogue import TINY_SOURCE, answers
+
+
+def _submit(root, student: str, data: bytes | None = None, assignment: str = "tiny", name: str = "tiny.ipynb"):
+    folder = root / student / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    if data is not None:
+        (folder / name).write_bytes(data)
+    return folder
+
+
+class FakeSandbox:
+    """Stands in for run_submission: instant, counts calls, can block or fail on demand."""
+
+    def __init__(self):
+        self.calls: list[str] = []
+        self.lock = threading.Lock()
+        self.block = threading.Event()
+        self.block_for: set[str] = set()
+
+    def __call__(self, submission, source, **kwargs):
+        student = submission.parent.parent.name
+        with self.lock:
+            self.calls.append(student)
+        if student in self.block_for:
+            self.block.wait(30)
+        return Results(tests=[TestResult("test-double", 3.0, 3.0, f"ok {student}"),
+                              TestResult("test-word", 0.0, 2.0, "SECRET_WORD is None", status="failed")],
+                       notebook=submission.name)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    fake = FakeSandbox()
+    monkeypatch.setattr(grade.sandbox, "run_submission", fake)
+    return fake
+
+
+def _grade(subs, out, **kw):
+    return grade.grade(subs, out, source=TINY_SOURCE, progress_stream=io.StringIO(), **kw)
+
+
+def test_layout_problems_are_graded_as_zero_with_a_reason(tmp_path, fake):
+    subs = tmp_path / "submitted"
+    _submit(subs, "alice", b"{}")
+    _submit(subs, "bob")  # no notebook at all
+    _submit(subs, "carol", b"{}", name="mine.ipynb")  # one notebook, another name: accepted
+    folder = _submit(subs, "dave", b"{}", name="a.ipynb")
+    (folder / "b.ipynb").write_bytes(b"{}")
+    rows = {r.student: r.results for r in _grade(subs, tmp_path / "out")}
+    assert sorted(fake.calls) == ["alice", "carol"]
+    assert rows["bob"].score == 0 and "no notebook in the submission" in rows["bob"].tests[0].output
+    assert rows["bob"].max_score == 5
+    assert "2 notebooks and none named tiny.ipynb" in rows["dave"].output
+
+
+def test_outputs_and_resume_and_force(tmp_path, fake):
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    for student in ("alice", "bob"):
+        _submit(subs, student, b"{}")
+    _grade(subs, out, workers=2)
+    assert sorted(fake.calls) == ["alice", "bob"]
+    data = json.loads((out / "alice" / "tiny" / "results.json").read_text())
+    assert data["score"] == 3 and data["max_score"] == 5 and data["tests"][0]["output"] == "ok alice"
+    assert "ok alice" in (out / "alice" / "tiny" / "feedback.html").read_text()
+    csv_before = (out / "grades.csv").read_text()
+    assert csv_before.splitlines()[1].startswith("tiny,,,alice,")
+    _submit(subs, "carol", b"{}")
+    _grade(subs, out)
+    assert sorted(fake.calls) == ["alice", "bob", "carol"]  # only the new one
+    assert (out / "grades.csv").read_text().count("\n") == 4
+    _grade(subs, out, force=True)
+    assert len(fake.calls) == 6
+    assert not list(out.rglob(".*.tmp"))  # atomic writes leave no temporary files
+
+
+def test_a_half_written_result_is_regraded(tmp_path, fake):
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    _submit(subs, "alice", b"{}")
+    (out / "alice" / "tiny").mkdir(parents=True)
+    (out / "alice" / "tiny" / "results.json").write_text('{"score": 3, "tests": [')
+    _grade(subs, out)
+    assert fake.calls == ["alice"]
+
+
+def test_interrupted_batch_keeps_finished_results_and_resumes(tmp_path, fake, monkeypatch):
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    for student in ("alice", "bob", "carol"):
+        _submit(subs, student, b"{}")
+    fake.block_for = {"carol"}
+    stopped = []
+    monkeypatch.setattr(sandbox, "stop_all", lambda: (stopped.append(True), fake.block.set()))
+    original_wait = grade.wait
+
+    def wait_then_interrupt(pending, **kw):
+        done, rest = original_wait(pending, **kw)
+        if len(fake.calls) == 3 and (out / "alice" / "tiny" / "results.json").exists() \
+                and (out / "bob" / "tiny" / "results.json").exists():
+            raise KeyboardInterrupt
+        return done, rest
+
+    monkeypatch.setattr(grade, "wait", wait_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        _grade(subs, out, workers=3)
+    assert stopped
+    assert not (out / "carol" / "tiny" / "results.json").exists()  # killed: not a grade
+    assert (out / "grades.csv").read_text().count("\n") == 3  # header + the two finished
+    monkeypatch.setattr(grade, "wait", original_wait)
+    fake.block_for = set()
+    _grade(subs, out)
+    assert fake.calls[-1] == "carol" and len(fake.calls) == 4
+
+
+def test_usage_errors(tmp_path, fake):
+    with pytest.raises(UsageError, match="no such folder"):
+        _grade(tmp_path / "nope", tmp_path / "out")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="no submissions"):
+        _grade(tmp_path / "empty", tmp_path / "out")
+    _submit(tmp_path / "subs", "alice", b"{}", assignment="other")
+    with pytest.raises(UsageError, match="no source notebook"):
+        _grade(tmp_path / "subs", tmp_path / "out")
+    with pytest.raises(UsageError, match="inside the submissions folder"):
+        _grade(tmp_path / "subs", tmp_path / "subs" / "out")
+
+
+def test_progress_shows_counts_and_eta():
+    stream = io.StringIO()
+    progress = grade.Progress(total=4, skipped=1, stream=stream)
+    progress.update(stopped_early=False)
+    progress.update(stopped_early=True)
+    last = stream.getvalue().strip().splitlines()[-1]
+    assert "2/4" in last and "1 already graded" in last and "1 stopped early" in last and "ETA" in last
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
+def test_cli_usage_error_is_one_line_exit_2(tmp_path):
+    proc = _cli("grade", str(tmp_path / "missing"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error:") and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_cli_grades_a_small_class_end_to_end(tmp_path):
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    _submit(subs, "alice", answers()(None))
+    _submit(subs, "bob", answers(double="def double(x):\n    return x\n")(None))
+    proc = _cli("grade", str(subs), "--out", str(out), "--source", str(TINY_SOURCE), "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "graded 2 submission(s)" in proc.stdout
+    assert "2/2" in proc.stderr and "ETA" in proc.stderr
+    lines = (out / "grades.csv").read_text().splitlines()
+    assert lines[1].startswith("tiny,,,alice,,,,5,0,5,5,3,2,graded")
+    assert lines[2].startswith("tiny,,,bob,,,,2,0,2,5,0,2,graded")
+    bob = (out / "bob" / "tiny" / "feedback.html").read_text()
+    assert "double(2) returned 2, expected 4" in bob and "hidden-marker" not in bob
+
+
+def test_a_grader_failure_on_one_submission_does_not_stop_the_batch(tmp_path, fake, monkeypatch):
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    for student in ("alice", "bob"):
+        _submit(subs, student, b"{}")
+
+    def flaky(submission, source, **kw):
+        if submission.parent.parent.name == "alice":
+            raise OSError("disk full")
+        return fake(submission, source, **kw)
+
+    monkeypatch.setattr(grade.sandbox, "run_submission", flaky)
+    rows = {r.student: r.results for r in _grade(subs, out)}
+    assert rows["bob"].score == 3
+    assert rows["alice"].score == 0 and "the grader failed on this submission (OSError: disk full)" in rows["alice"].output
+
+
+def _descendants(pid: int) -> list:
+    import psutil
+
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+def test_killing_the_grader_leaves_no_sandbox_running(tmp_path, how):
+    import signal
+    import time
+
+    import psutil
+
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    _submit(subs, "alice", answers(double="while True:\n    pass\n")(None))
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
+                             "--source", str(TINY_SOURCE), "--cell-timeout", "120"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        tree = _descendants(proc.pid)
+        if any("ipykernel_launcher" in " ".join(p.cmdline()) for p in tree if p.is_running()):
+            break
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("the sandbox's kernel never started")
+    proc.send_signal(getattr(signal, how))
+    _, stderr = proc.communicate(timeout=60)
+    gone, alive = psutil.wait_procs(tree, timeout=30)
+    assert not alive, f"left running after {how}: {[p.cmdline() for p in alive]}"
+    assert not (out / "alice" / "tiny" / "results.json").exists()  # stopped, not graded
+    if how == "SIGINT":
+        assert proc.returncode == 130 and stderr.strip().endswith("interrupted")
+    sandbox.sweep_stale()  # the next grade run does this first
+    assert not list(Path(tempfile.gettempdir()).glob(f"{sandbox.SANDBOX_PREFIX}{proc.pid}-*"))
+    assert not list(Path("/sys/fs/cgroup").glob(f"**/{sandbox.CGROUP_PREFIX}{proc.pid}-*"))

@@ -1,0 +1,111 @@
+"""The sandbox: what reaches the worker, the clean environment, one real run."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.grading import sandbox
+from tests.files.hostile.catalogue import TINY, TINY_SOURCE, answers
+
+DATA = [TINY.parent / "data.txt"]
+
+
+def _write(tmp_path: Path, data: bytes, name: str = "tiny.ipynb") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def test_prepare_sends_no_test_source_in_the_cells(tmp_path):
+    prepared = sandbox.prepare(_write(tmp_path, answers()(None)), TINY)
+    assert [c["kind"] for c in prepared.cells].count("test") == 2
+    text = json.dumps(prepared.cells)
+    assert "hidden-marker" not in text and "assert double" not in text
+    assert "zebra-hidden-marker" in prepared.tests["test-double"]
+    assert any("zebra-hidden-marker" in line for line in prepared.hidden_lines)
+    assert all("assert double(2)" not in line for line in prepared.hidden_lines)  # visible tests are not hidden
+    assert not prepared.include_tf
+    written = nbformat.writes(prepared.notebook)
+    assert "hidden-marker" not in written and "double works" not in written
+
+
+def test_prepare_reports_bad_files_in_one_line(tmp_path):
+    for data, expected in [(b"{oops", "invalid JSON"), (b"\xff\xfe\x00", "cannot be read as text"),
+                           (b"[1, 2]", "no 'cells'")]:
+        prepared = sandbox.prepare(_write(tmp_path, data), TINY)
+        assert expected in prepared.error and "\n" not in prepared.error
+        assert str(tmp_path) not in prepared.error  # the grader's paths stay out of feedback
+
+
+def test_prepare_refuses_oversized_notebooks(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "MAX_NOTEBOOK_BYTES", 1000)
+    prepared = sandbox.prepare(_write(tmp_path, answers()(None)), TINY)
+    assert "clear its outputs" in prepared.error
+
+
+def test_prepare_finds_missing_answer_cells(tmp_path):
+    nb = nbformat.read(TINY, as_version=4)
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "answer-word"]
+    prepared = sandbox.prepare(_write(tmp_path, nbformat.writes(nb).encode()), TINY)
+    assert prepared.missing_answers == {"test-word": "answer-word"}
+
+
+def test_clean_env_keeps_no_grader_secrets(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter2")
+    monkeypatch.setenv("AUTOGRADER_PROFILE", "cpu")
+    env = sandbox.clean_env(tmp_path)
+    assert "AWS_SECRET_ACCESS_KEY" not in env and env["AUTOGRADER_PROFILE"] == "cpu"
+    assert env["HOME"] == str(tmp_path)
+    assert all(v.startswith(str(tmp_path)) for k, v in env.items() if k.endswith(("_DIR", "_PATH")))
+
+
+def test_cgroups_are_created_and_removed_when_available():
+    groups = sandbox._Cgroups(sandbox.Limits(memory_mb=256, max_processes=50))
+    if not groups.paths:
+        pytest.skip("this machine does not let the grader create cgroups (the psutil watchdog is used)")
+    try:
+        assert groups.procs() == []
+        assert (groups.pids / "pids.max").read_text().strip() == "50"
+    finally:
+        groups.remove()
+    assert not any(p.exists() for p in groups.paths)
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["isolated", "fallback"])
+def test_a_correct_submission_scores_full_marks_and_leaves_nothing(tmp_path, isolate, monkeypatch):
+    parent = tmp_path / "sandboxes"
+    parent.mkdir()
+    monkeypatch.setattr(sandbox, "_sandbox_parent", lambda: parent)
+    submission = _write(tmp_path, answers()(None))
+    results = sandbox.run_submission(submission, TINY, data_files=DATA, hidden_dirs=[TINY_SOURCE],
+                                     isolate=isolate, limits=sandbox.Limits(cell_timeout_s=60))
+    assert {t.name: t.score for t in results.tests} == {"test-double": 3.0, "test-word": 2.0}, results.to_json()
+    assert results.output == ""
+    assert list(parent.iterdir()) == []
+    if isolate and "namespaces" not in results.sandbox:
+        assert results.sandbox["network"].startswith("namespace")
+        assert results.sandbox["hidden"] == ["everything not on the allowlist"]
+    elif not isolate:
+        assert results.sandbox["network"] == "audit hook"
+
+
+def test_a_notebook_out_of_time_is_stopped_and_scored(tmp_path):
+    submission = _write(tmp_path, answers(word="import time\nwhile True:\n    time.sleep(0.1)\n")(None))
+    results = sandbox.run_submission(submission, TINY, data_files=DATA,
+                                     limits=sandbox.Limits(cell_timeout_s=60, notebook_timeout_s=8))
+    assert {t.name: t.score for t in results.tests} == {"test-double": 3.0, "test-word": 0.0}
+    assert "longer than 8 s in total" in results.by_name()["test-word"].output
+
+
+def test_without_namespaces_or_cgroups_the_watchdog_stops_a_memory_bomb(tmp_path):
+    bomb = "hog = []\nwhile True:\n    hog.append(bytearray(32 * 2**20))\n"
+    submission = _write(tmp_path, answers(double=bomb)(None))
+    results = sandbox.run_submission(submission, TINY, data_files=DATA, isolate=False,
+                                     limits=sandbox.Limits(cell_timeout_s=60, memory_mb=400))
+    assert results.sandbox["cgroups"].startswith("none")
+    assert results.score == 0
+    assert "more than 400 MB of memory" in results.by_name()["test-double"].output, results.to_json()
