@@ -319,7 +319,7 @@ CASES = [
     Case("patched-time-time", answers(word=CORRECT_WORD + "import time\n_real = time.time\ntime.time = lambda: _real() / 2\n"),
          DOUBLE_ONLY, {"test-word": "integrity: time.time was replaced"}),
     Case("patched-grader-function", answers(
-        word="import autograder.checks.timing\nautograder.timing.compare_outputs = lambda *a, **k: None\nSECRET_WORD = 'wrong'\n"),
+        word="import autograder.checks.timing\nautograder.checks.timing.compare_outputs = lambda *a, **k: None\nSECRET_WORD = 'wrong'\n"),
         DOUBLE_ONLY, {"test-word": "autograder.checks.timing.compare_outputs was replaced"}),
     Case("replaced-grader-code", answers(
         word="import autograder.checks.timing as t\nt.compare_outputs.__code__ = (lambda *a, **k: None).__code__\nSECRET_WORD = 'x'\n"),
