@@ -100,3 +100,39 @@ def test_run_autograder_grades_a_submission(tmp_path):
     assert {t["name"]: t["score"] for t in data["tests"]} == {"test-double": 0.0, "test-word": 2.0}, data
     assert "hidden-marker" not in json.dumps(data)
     shutil.rmtree(base)
+
+
+def test_hidden_visibility_applies_to_parts_with_hidden_tests_only(tmp_path):
+    import nbformat
+
+    source = tmp_path / "source" / "tiny"
+    shutil.copytree(TINY_SOURCE / "tiny", source)
+    nb = nbformat.read(source / "tiny.ipynb", as_version=4)
+    for cell in nb.cells:  # test-double keeps only its visible tests
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "test-double":
+            lines, inside = [], False
+            for line in cell.source.splitlines():
+                if line.strip().startswith("### BEGIN HIDDEN TESTS"):
+                    inside = True
+                elif line.strip().startswith("### END HIDDEN TESTS"):
+                    inside = False
+                elif not inside:
+                    lines.append(line)
+            cell.source = "\n".join(lines)
+    nbformat.write(nb, source / "tiny.ipynb")
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / "tiny.ipynb").write_bytes(answers()(None))
+    results = tmp_path / "results.json"
+    assert cli_main(["gradescope-run", "tiny", "--submission", str(tmp_path / "submission"),
+                     "--results", str(results), "--source", str(tmp_path / "source"),
+                     "--hidden-visibility", "after_published"]) == 0
+    visibility = {t["name"]: t["visibility"] for t in json.loads(results.read_text())["tests"]}
+    assert visibility == {"test-double": "visible", "test-word": "after_published"}
+
+
+def test_unknown_hidden_visibility_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="--hidden-visibility must be one of"):
+        gradescope.build_zip("tiny", tmp_path / "a.zip", source_root=TINY_SOURCE, hidden_visibility="later")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "tiny", "--source", str(TINY_SOURCE),
+                           "--hidden-visibility", "later"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and "invalid choice: 'later'" in proc.stderr
