@@ -25,14 +25,14 @@ EXAMPLES = """examples:
   python -m autograder doctor                      what this machine can check
   python -m autograder check exercises/04_xla/04_xla.ipynb
                                                    grade your notebook; exit 0 only with full marks
-  python -m autograder check NOTEBOOK --part xla-compiled-test
+  python -m autograder check NOTEBOOK --part test-xla-step
                                                    re-check one part
   python -m autograder grade submitted/ --out graded/   grade a class (nbgrader layout)
   python -m autograder gradescope 04_xla --out 04_xla.zip --hidden-visibility after_published
 """
 CHECK_EXAMPLES = """examples:
   python -m autograder check exercises/03_mixed_precision/03_mixed_precision.ipynb
-  python -m autograder check my.ipynb --part loss-scale-test --part fp32-output-test
+  python -m autograder check my.ipynb --part test-train-step --part test-choose-policy
   python -m autograder check my.ipynb --json > results.json
   python -m autograder check my.ipynb && echo "all parts pass"
 
