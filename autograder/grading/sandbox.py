@@ -321,17 +321,13 @@ def clean_env(workdir: Path) -> dict[str, str]:
 
 def allowed_paths() -> list[str]:
     """What a sandboxed kernel may read besides the system folders and its own:
-    the Python installation, the ``autograder`` package, and the course's op
-    build files (exercise 7 builds with them; their build cache stays out)."""
+    the Python installation and the ``autograder`` package (exercise 7 builds
+    with its ``checks.opbuild``; the build cache stays out)."""
     import autograder
 
     paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
     paths.update(os.path.realpath(p) for p in sys.path if p and os.path.isdir(p) and "site-packages" in p)
-    package = Path(autograder.__file__).resolve().parent
-    paths.add(str(package))
-    ops = package.parent / "book" / "ops"
-    if ops.is_dir():
-        paths.update(str(f) for f in ops.iterdir() if f.is_file())
+    paths.add(str(Path(autograder.__file__).resolve().parent))
     return sorted(paths)
 
 
