@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import threading
 import time
@@ -109,20 +110,34 @@ def write_nbgrader_feedback(feedback_root: Path, sub: Submission, html: str) -> 
     """Put ``html`` where ``nbgrader release_feedback`` looks:
     ``<feedback>/<student>/<assignment>/<notebook>.html`` beside copies of the
     submission's ``timestamp.txt`` and ``submission_secret.txt`` (nbgrader names the
-    released file by a hash of that secret and the notebook's name)."""
+    released file by a hash of that secret and the notebook's name).
+
+    The page is made readable by all (0644, as nbgrader's own feedback under the usual
+    umask): ``release_feedback`` copies it into the exchange with its mode, and the
+    student, another user, must be able to read it there.  The two copies keep the
+    submission's modes; a stale copy whose original is gone is removed, so the page is
+    never released under an older submission's secret."""
     folder = feedback_root / sub.student / sub.assignment
     stem = sub.notebook.stem if sub.notebook is not None else sub.assignment
     for name in ("timestamp.txt", "submission_secret.txt"):
-        if (sub.folder / name).is_file():
-            write_atomic(folder / name, (sub.folder / name).read_bytes())
-    return write_atomic(folder / f"{stem}.html", html)
+        original, copy = sub.folder / name, folder / name
+        if original.is_file():
+            write_atomic(copy, original.read_bytes())
+            os.chmod(copy, stat.S_IMODE(original.stat().st_mode))
+        elif copy.is_file():
+            copy.unlink()
+    page = write_atomic(folder / f"{stem}.html", html)
+    os.chmod(page, 0o644)
+    return page
 
 
 def nbgrader_feedback_dir(submissions: Path) -> Path | None:
     """The course's ``feedback/`` folder when ``submissions`` is an nbgrader course's
-    ``submitted/`` folder (its parent holds ``nbgrader_config.py``), else None."""
-    course = submissions.resolve().parent
-    if submissions.name == "submitted" and (course / "nbgrader_config.py").is_file():
+    ``submitted/`` folder (its parent holds ``nbgrader_config.py``), else None.
+    ``submissions`` may be relative (``.`` from inside ``submitted/``)."""
+    submitted = Path(submissions).resolve()
+    course = submitted.parent
+    if submitted.name == "submitted" and (course / "nbgrader_config.py").is_file():
         return course / "feedback"
     return None
 
