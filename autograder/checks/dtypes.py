@@ -98,11 +98,14 @@ def matmul_dtypes(fn: Any, *args: Any) -> list[str]:
     nodes = list(graph_def.node)
     for function in graph_def.library.function:
         nodes += list(function.node_def)
-    found = []
-    for node in nodes:
-        if node.op in _MATMUL_OPS and "T" in node.attr:
-            found.append(tf.as_dtype(node.attr["T"].type).name)
-    return found
+    return _matmul_dtypes_of(nodes)
+
+
+def _matmul_dtypes_of(nodes: Any) -> list[str]:
+    import tensorflow as tf
+
+    return [tf.as_dtype(node.attr["T"].type).name for node in nodes
+            if node.op in _MATMUL_OPS and "T" in node.attr]
 
 
 def assert_compute_dtype(model: Any, x: Any, dtype: Any, *, at_least: int = 1, what: str | None = None) -> None:
@@ -119,4 +122,32 @@ def assert_compute_dtype(model: Any, x: Any, dtype: Any, *, at_least: int = 1, w
             f"{label} runs {count} matrix multiplication(s) in {want} when called, expected at least {at_least} "
             f"(the matmuls it runs are in: {seen}). Its layers must compute under the policy, not only name it: "
             + _POLICY_HINT.format(want=f"mixed_{want}" if want in ("float16", "bfloat16") else want) + "."
+        )
+
+
+def step_matmul_dtypes(calls: Any) -> list[str]:
+    """The dtypes of the matrix multiplications in what the recorded
+    ``tf.function`` calls ran (``autograder.checks.tracing.record_fit`` or
+    ``record_calls``): their concrete functions and every function those
+    call, e.g. the train step ``model.fit`` executed."""
+    from autograder.checks.tracing import function_defs_run
+
+    nodes = [node for fdef in function_defs_run(calls) for node in fdef.node_def]
+    return _matmul_dtypes_of(nodes)
+
+
+def assert_step_compute_dtype(calls: Any, dtype: Any, *, at_least: int = 1, what: str = "the train step") -> None:
+    """Fail unless the recorded calls (the train step ``model.fit`` ran, from
+    ``record_fit`` or ``assert_fit_compiled``) ran at least ``at_least``
+    matrix multiplications in ``dtype``: forward and backward passes in the
+    policy's compute dtype, judged from the graphs that executed."""
+    want = _dtype_name(dtype)
+    found = step_matmul_dtypes(calls)
+    count = sum(1 for d in found if d == want)
+    if count < at_least:
+        seen = ", ".join(found) if found else "none"
+        raise AssertionError(
+            f"{what} ran {count} matrix multiplication(s) in {want}, expected at least {at_least} "
+            f"(the matmuls it ran are in: {seen}). Build the model's layers under the policy so that "
+            "training computes in it: " + _POLICY_HINT.format(want=f"mixed_{want}" if want in ("float16", "bfloat16") else want) + "."
         )

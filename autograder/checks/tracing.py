@@ -483,3 +483,55 @@ def assert_lacks_op(fn: Any, op_type: str, *args: Any, name: str | None = None, 
         raise AssertionError(
             f"{label} has a {'/'.join(sorted(found))} op in its graph for {describe_args(args)}{advice}."
         )
+
+
+# --- Keras fit ---------------------------------------------------------------------------
+
+
+def record_fit(model: Any, *args: Any, **kwargs: Any) -> tuple[Any, list[FunctionCall]]:
+    """Run ``model.fit(*args, **kwargs)`` and return its history and the
+    top-level ``tf.function`` calls it made: the train function Keras built
+    for this fit (``make_train_function``), as it ran."""
+    with record_calls() as ran:
+        history = model.fit(*args, **kwargs)
+    return history, ran
+
+
+def assert_fit_compiled(model: Any, *args: Any, name: str | None = None,
+                        **kwargs: Any) -> tuple[Any, list[FunctionCall]]:
+    """Fail unless ``model.fit(*args, **kwargs)`` runs its train step compiled
+    by XLA; return the history and the ``tf.function`` calls fit made.
+
+    Judged from the concrete functions fit ran (a train step compiled with
+    ``jit_compile=True`` carries XLA's must-compile attribute), not from
+    ``model.jit_compile``: that attribute is read when fit builds its train
+    function, so setting it after the first fit changes nothing that runs."""
+    label = name or f"{type(model).__name__}.fit"
+    history, ran = record_fit(model, *args, **kwargs)
+    said = getattr(model, "jit_compile", None)
+    if not ran:
+        raise AssertionError(
+            f"{label} ran no tf.function: it trained eagerly (run_eagerly=True?), so nothing was compiled by "
+            "XLA. Compile the model with jit_compile=True and leave run_eagerly off."
+        )
+    if not any(c.compiled for c in ran):
+        names = ", ".join(sorted({c.name for c in ran}))
+        raise AssertionError(
+            f"{label} is not compiled with XLA: the train function it ran ({names}) was not built with "
+            f"jit_compile=True (model.jit_compile says {said!r}). Pass jit_compile=True to model.compile "
+            "(or set model.jit_compile = True before the first fit: fit builds its train function once)."
+        )
+    return history, ran
+
+
+def function_defs_run(calls: Iterable[FunctionCall]) -> list[Any]:
+    """The ``FunctionDef`` protos of what ``calls`` ran: each call's concrete
+    function and every function in its graph's library (nested steps, branch
+    and loop bodies)."""
+    out: dict[str, Any] = {}
+    for call in calls:
+        concrete = call.concrete()
+        out.setdefault(concrete.function_def.signature.name, concrete.function_def)
+        for fdef in concrete.graph.as_graph_def().library.function:
+            out.setdefault(fdef.signature.name, fdef)
+    return list(out.values())

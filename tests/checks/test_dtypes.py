@@ -90,3 +90,23 @@ def test_compute_dtype_is_read_from_the_matmuls_that_run():
         "the model runs 0 matrix multiplication(s) in float16 when called, expected at least 1 "
         "(the matmuls it runs are in: float32)."
     )
+
+
+def test_train_step_compute_dtype_is_read_from_what_fit_ran():
+    from autograder.checks.dtypes import assert_step_compute_dtype, step_matmul_dtypes
+    from autograder.checks.tracing import record_fit
+
+    x, y = np.ones((8, 3), np.float32), np.zeros((8,), np.int32)
+
+    def fitted(policy):
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, dtype=policy),
+                                  keras.layers.Dense(2, dtype=policy),
+                                  keras.layers.Activation("linear", dtype="float32")])
+        model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return record_fit(model, x, y, epochs=1, verbose=0)[1]
+
+    mixed = fitted("mixed_bfloat16")
+    assert step_matmul_dtypes(mixed).count("bfloat16") >= 4  # forward and backward
+    assert_step_compute_dtype(mixed, "bfloat16", at_least=4)
+    with pytest.raises(AssertionError, match=r"the train step ran 0 matrix multiplication\(s\) in bfloat16.*float32"):
+        assert_step_compute_dtype(fitted("float32"), "bfloat16", at_least=2)

@@ -261,3 +261,46 @@ def test_py_function_family_is_one_name():
 
     with pytest.raises(AssertionError, match="has a PyFunc op"):
         assert_lacks_op(via_numpy, "PyFunc", tf.ones([2]))
+
+
+def _tiny_model(jit_compile):
+    keras = pytest.importorskip("keras")
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse", jit_compile=jit_compile)
+    return model
+
+
+FIT_DATA = (np.ones((8, 3), np.float32), np.zeros((8, 2), np.float32))
+
+
+def test_fit_compiled_is_judged_from_the_train_function_that_ran():
+    from autograder.checks.tracing import assert_fit_compiled, function_defs_run, record_fit
+
+    history, calls = assert_fit_compiled(_tiny_model(True), *FIT_DATA, epochs=2, batch_size=4, verbose=0)
+    assert len(history.history["loss"]) == 2 and calls and any(c.compiled for c in calls)
+    assert any("MatMul" in {n.op for n in f.node_def} for f in function_defs_run(calls))
+
+    with pytest.raises(AssertionError, match=r"not compiled with XLA.*model.jit_compile says False"):
+        assert_fit_compiled(_tiny_model(False), *FIT_DATA, epochs=1, verbose=0, name="fit")
+
+    # The attribute set after the first fit says True; the train function that runs is not compiled.
+    late = _tiny_model(False)
+    record_fit(late, *FIT_DATA, epochs=1, verbose=0)
+    late.jit_compile = True
+    assert late.jit_compile is True
+    with pytest.raises(AssertionError, match=r"fit is not compiled with XLA.*model.jit_compile says True"):
+        assert_fit_compiled(late, *FIT_DATA, epochs=1, verbose=0, name="fit")
+
+    # Set before the first fit, it is what fit builds its train function with.
+    early = _tiny_model(False)
+    early.jit_compile = True
+    assert_fit_compiled(early, *FIT_DATA, epochs=1, verbose=0)
+
+
+def test_fit_run_eagerly_is_named():
+    from autograder.checks.tracing import assert_fit_compiled
+
+    model = _tiny_model(False)
+    model.run_eagerly = True
+    with pytest.raises(AssertionError, match="ran no tf.function: it trained eagerly"):
+        assert_fit_compiled(model, *FIT_DATA, epochs=1, verbose=0, name="fit")
