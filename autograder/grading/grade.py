@@ -59,6 +59,17 @@ def _paths(out: Path, sub: Submission) -> tuple[Path, Path]:
     return folder / "results.json", folder / "feedback.html"
 
 
+def needs_grading(out: Path, sub: Submission) -> bool:
+    """No readable results yet, or the submission changed after they were written
+    (``nbgrader collect --update`` brought in a resubmission)."""
+    results_path = _paths(out, sub)[0]
+    if read_results(results_path) is None:
+        return True
+    graded_at = results_path.stat().st_mtime
+    changed = [p for p in (sub.notebook, sub.folder / "timestamp.txt") if p is not None and p.is_file()]
+    return any(p.stat().st_mtime > graded_at for p in changed)
+
+
 def read_results(path: Path) -> Results | None:
     try:
         return Results.from_dict(json.loads(path.read_text(encoding="utf-8")))
@@ -167,7 +178,7 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
     workers = max(1, workers or os.cpu_count() or 1)
     hidden = sorted({source_root, submissions, out})
     sandbox.sweep_stale()  # what a grader killed with -9 could not clean up
-    todo = [sub for sub in subs if force or read_results(_paths(out, sub)[0]) is None]
+    todo = [sub for sub in subs if force or needs_grading(out, sub)]
     out.mkdir(parents=True, exist_ok=True)
     progress = Progress(len(todo), len(subs) - len(todo), progress_stream)
     progress.show()

@@ -232,3 +232,20 @@ def test_killing_the_grader_leaves_no_sandbox_running(tmp_path, how):
     sandbox.sweep_stale()  # the next grade run does this first
     assert not list(Path(tempfile.gettempdir()).glob(f"{sandbox.SANDBOX_PREFIX}{proc.pid}-*"))
     assert not list(Path("/sys/fs/cgroup").glob(f"**/{sandbox.CGROUP_PREFIX}{proc.pid}-*"))
+
+
+def test_a_resubmission_is_regraded_without_force(tmp_path, fake):
+    """nbgrader collect --update replaces a submission: its newer files mean grade again."""
+    import os
+
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    folder = _submit(subs, "alice", b"{}")
+    _submit(subs, "bob", b"{}")
+    _grade(subs, out)
+    assert sorted(fake.calls) == ["alice", "bob"]
+    results = out / "alice" / "tiny" / "results.json"
+    later = results.stat().st_mtime + 5
+    (folder / "timestamp.txt").write_text("2026-11-30 12:00:00.000000 UTC")
+    os.utime(folder / "timestamp.txt", (later, later))
+    _grade(subs, out)
+    assert sorted(fake.calls) == ["alice", "alice", "bob"]  # bob's unchanged submission is kept
