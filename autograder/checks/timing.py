@@ -39,8 +39,9 @@ import gc
 import inspect
 import math
 import time
-from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from functools import partial
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -77,34 +78,79 @@ class SpeedInconclusive(AssertionError):
     """The confidence interval still straddled the threshold when the budget ran out."""
 
 
-@dataclass
-class SpeedResult:
-    """What one speed check found.  Times are per call, in seconds: the median
-    over trials of each trial's fastest call; ``ratio`` is the median of
-    baseline/candidate over paired trials and
-    ``ci_low``/``ci_high`` its ``confidence`` interval; each trial timed
-    ``calls_per_trial`` calls of each side.  Fields are None when nothing was
-    timed (skipped, or a wrong output found before timing)."""
+# --- what a speed check reports ---------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class _SpeedResultBase:
+    """The fields both kinds of speed check report, and ``to_dict``.  Times are
+    per call, in seconds: the median over trials of each trial's fastest call;
+    each trial timed ``calls_per_trial`` calls of each side; ``output_mismatch``
+    says how a wrong output differed.  Measured fields are None when nothing
+    was timed (skipped, or a wrong output found before timing)."""
 
     verdict: str
-    baseline_s: float | None
-    candidate_s: float | None
-    ratio: float | None
-    ci_low: float | None
-    ci_high: float | None
-    min_ratio: float | None
     profile: str
-    trials: int
     message: str
     check: str = ""
     label: str = "candidate"
     baseline_label: str = "baseline"
+    baseline_s: float | None = None
+    candidate_s: float | None = None
+    trials: int = 0
     confidence: float = 0.95
     calls_per_trial: int = 1
     output_mismatch: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(kw_only=True)
+class SpeedResult(_SpeedResultBase):
+    """What one speed check found (``measure_speedup``).  Times are per call, in
+    seconds: the median over trials of each trial's fastest call; ``ratio`` is
+    the median of baseline/candidate over paired trials and
+    ``ci_low``/``ci_high`` its ``confidence`` interval; ``min_ratio`` the
+    speedup needed (None: not graded on ``profile``); each trial timed
+    ``calls_per_trial`` calls of each side.  Fields are None when nothing was
+    timed (skipped, or a wrong output found before timing)."""
+
+    min_ratio: float | None
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+@dataclass(kw_only=True)
+class RelativeSpeedResult(_SpeedResultBase):
+    """What one relative speed check found (``measure_relative_speedup``).
+
+    Times are per call, in seconds (median over trials of each trial's fastest
+    call).  ``speedup`` and ``reference_speedup`` are the medians of
+    baseline/candidate and baseline/reference over the trials; ``needed`` is
+    ``reference_speedup ** fraction``.  ``margin`` is the median over trials of
+    ``(baseline/candidate) / (baseline/reference) ** fraction`` (at least 1.0
+    means fast enough) and ``margin_ci_low``/``margin_ci_high`` its interval;
+    ``reference_ci_low``/``reference_ci_high`` the interval of the reference's
+    speedup, which must reach ``floor`` for the machine to show the effect at
+    all.  Fields are None when nothing was timed."""
+
+    fraction: float
+    floor: float | None
+    reference_label: str = "the reference solution"
+    reference_s: float | None = None
+    speedup: float | None = None
+    reference_speedup: float | None = None
+    needed: float | None = None
+    margin: float | None = None
+    margin_ci_low: float | None = None
+    margin_ci_high: float | None = None
+    reference_ci_low: float | None = None
+    reference_ci_high: float | None = None
+
+
+_ResultT = TypeVar("_ResultT", bound=_SpeedResultBase)
 
 
 # --- forcing results to the host and comparing them -------------------------
@@ -292,6 +338,252 @@ def _fresh_inputs(make_inputs: Callable[[], Any]) -> tuple:
     return args
 
 
+
+# --- the steps both measurements share ----------------------------------------------
+
+# Trial k times the sides in the order _PAIR_ORDERS[k % 2] (measure_speedup) or
+# _ORDERS[k % 6] (measure_relative_speedup), so each side goes first (second,
+# third) equally often.  Side 0 is the baseline; the candidate is the last.
+_PAIR_ORDERS = ((0, 1), (1, 0))
+_ORDERS = ((0, 1, 2), (1, 2, 0), (2, 0, 1), (0, 2, 1), (2, 1, 0), (1, 0, 2))
+
+# compare(outs, when): one call's outputs, one per side, to the problem with
+# the candidate's (None: it matches); it raises when the test itself is wrong.
+_Compare = Callable[[Sequence[Any], str], "str | None"]
+
+
+class _Mismatch(Exception):
+    """The candidate's output differed (``problem``) on the call ``when``,
+    after ``trials`` complete timed trials; ends the measurement with "fail"."""
+
+    def __init__(self, problem: str, when: str, trials: int) -> None:
+        super().__init__(problem)
+        self.problem, self.when, self.trials = problem, when, trials
+
+
+@dataclass
+class _Trials:
+    """The timed trials: per side, each trial's fastest call (seconds); per
+    statistic, (median, low, high) over the trials (infinite bounds: too few
+    trials for an interval); what ``decide`` said (None: the budget ran out
+    first); the trials an interval needs."""
+
+    times: list[list[float]]
+    stats: list[tuple[float, float, float]]
+    decision: str | None
+    n_min: int
+
+    @property
+    def n(self) -> int:
+        return len(self.times[0])
+
+
+def _require_same(compare: _Compare, outs: Sequence[Any], when: str, trials: int) -> None:
+    problem = compare(outs, when)
+    if problem:
+        raise _Mismatch(problem, when, trials)
+
+
+def _warm_up(sides: Sequence[Callable], make_inputs: Callable, warmup: int, compare: _Compare) -> tuple[float, float]:
+    """``max(warmup, 1)`` untimed rounds, each side called once on the same
+    fresh inputs, outputs compared: tracing, compilation and first-call costs
+    stay out of the timing, and a wrong answer is reported before any time is
+    spent measuring.  Returns the fastest and slowest call seen, leaving out
+    the first round (it traces and compiles) unless it is the only one."""
+    fastest, slowest = math.inf, 0.0
+    for i in range(max(warmup, 1)):
+        args = [_fresh_inputs(make_inputs)]
+        timed = [_timed_calls(fn, args) for fn in sides]
+        _require_same(compare, [outs[0] for _, outs in timed], f"warm-up call {i + 1}", 0)
+        if i > 0 or warmup <= 1:
+            fastest = min(fastest, *(t for t, _ in timed))
+            slowest = max(slowest, *(t for t, _ in timed))
+    return fastest, slowest
+
+
+def _verify_untimed(sides: Sequence[Callable], make_inputs: Callable, verify_trials: int, compare: _Compare) -> None:
+    """Outputs compared on ``verify_trials`` more fresh inputs, nothing timed
+    (a check not graded on speed is still graded on its answer)."""
+    for i in range(verify_trials):
+        args = _fresh_inputs(make_inputs)
+        _require_same(compare, [to_host(fn(*args)) for fn in sides], f"check {i + 1} of {verify_trials}", 0)
+
+
+def _calls_per_trial(fastest: float, slowest: float, min_calls: int, min_sample_s: float, max_sample_s: float) -> int:
+    """Each side's sample is the fastest of this many calls: at least
+    ``min_calls``, and enough to span ``min_sample_s`` (several scheduler time
+    slices, so some call runs uninterrupted); all sides make the same calls on
+    the same inputs, and the slowest side's sample is kept under
+    ``max_sample_s``."""
+    reps = max(min_calls, int(math.ceil(min_sample_s / max(fastest, 1e-9))))
+    return max(1, min(reps, int(max_sample_s / max(slowest, 1e-9)), _MAX_CALLS_PER_TRIAL))
+
+
+def _timed_trial(
+    sides: Sequence[Callable], order: Sequence[int], arg_sets: list[tuple]
+) -> list[tuple[float, list[Any]]]:
+    """Each side's ``_timed_calls`` on ``arg_sets``, taken in ``order``, listed by side."""
+    measured: list[Any] = [None] * len(sides)
+    for side in order:
+        measured[side] = _timed_calls(sides[side], arg_sets)
+    return measured
+
+
+def _stats(rows: list[tuple[float, ...]], confidence: float) -> list[tuple[float, float, float]]:
+    """``median_ci`` of each column of ``rows`` (one row per trial)."""
+    return [median_ci(column, confidence) for column in zip(*rows)]
+
+
+def _run_trials(
+    sides: Sequence[Callable],
+    orders: Sequence[Sequence[int]],
+    make_inputs: Callable,
+    reps: int,
+    compare: _Compare,
+    per_trial: Callable[..., tuple[float, ...]],
+    decide: Callable[..., "str | None"],
+    *,
+    budget_s: float,
+    confidence: float,
+) -> _Trials:
+    """Timed trials until ``decide`` gives a verdict or the budget runs out.
+
+    Trial k times every side on the same ``reps`` fresh inputs, in the order
+    ``orders[k % len(orders)]``, and compares every call's outputs.
+    ``per_trial(*times)`` turns the trial's times (one per side) into one value
+    per statistic; once there are trials enough for an interval,
+    ``decide(*stats)`` gets each statistic's (median, low, high) and returns a
+    verdict, or None to keep sampling.  The budget may stop sampling only once
+    an interval exists, unless the functions are so slow that even that would
+    take three budgets."""
+    n_min = min_trials_for(confidence)
+    times: list[list[float]] = [[] for _ in sides]
+    rows: list[tuple[float, ...]] = []
+    decision = None
+    started = _clock()
+    deadline, hard_stop = started + budget_s, started + 3 * budget_s
+    while True:
+        trial = len(rows)
+        arg_sets = [_fresh_inputs(make_inputs) for _ in range(reps)]
+        measured = _timed_trial(sides, orders[trial % len(orders)], arg_sets)
+        for outs in zip(*(outs for _, outs in measured)):
+            _require_same(compare, outs, f"timed trial {trial + 1}", trial)
+        for side, (t, _) in enumerate(measured):
+            times[side].append(t)
+        rows.append(per_trial(*(t for t, _ in measured)))
+        if len(rows) >= n_min:
+            decision = decide(*_stats(rows, confidence))
+            if decision:
+                break
+        now = _clock()
+        if (now >= deadline and len(rows) >= n_min) or now >= hard_stop:
+            break
+    return _Trials(times, _stats(rows, confidence), decision, n_min)
+
+
+def _ci_or_none(x: float) -> float | None:
+    return None if math.isinf(x) or math.isnan(x) else x
+
+
+def _too_few_trials(n: int, n_min: int, confidence: float) -> str:
+    return f"only {n} trials fit (a {confidence:.0%} interval needs {n_min})"
+
+
+def _mismatch_result(template: _ResultT, bad: _Mismatch, against: str) -> _ResultT:
+    message = (
+        f"{template.label} gives a different result from {against} ({bad.when}): {bad.problem}. "
+        "A speedup only counts when the answer is the same; fix the result first."
+    )
+    return replace(template, verdict="fail", message=message, trials=bad.trials, output_mismatch=bad.problem)
+
+
+def _skipped_result(template: _ResultT, against: str, inputs: int, note: str = "") -> _ResultT:
+    message = (f"{template.label}: speed not graded on profile {template.profile}{note}; "
+               f"output matches {against} on {inputs} fresh inputs")
+    return replace(template, verdict="skipped", message=message)
+
+
+def _enforce(res: _ResultT) -> _ResultT:
+    """A result as a check: prints the message on pass and skip, raises
+    ``AssertionError`` on fail and ``SpeedInconclusive`` when undecided."""
+    if res.verdict == "fail":
+        raise AssertionError(res.message)
+    if res.verdict == "inconclusive":
+        raise SpeedInconclusive(res.message)
+    print(res.message)
+    return res
+
+
+# --- speed against a fixed threshold --------------------------------------------------
+
+
+def _threshold(check: str, profile_name: str, min_ratio: float | None) -> float | None:
+    """``min_ratio``, or when None the thresholds table's (None: not timed on this profile)."""
+    if min_ratio is None:
+        from autograder.checks.thresholds import min_ratio_for
+
+        min_ratio = min_ratio_for(check, profile_name)
+    if min_ratio is not None and not min_ratio > 0:
+        raise ValueError(f"min_ratio must be positive, got {min_ratio!r}")
+    return min_ratio
+
+
+def _untimed_note(check: str) -> str:
+    from autograder.checks.thresholds import untimed_reason
+
+    return f" ({untimed_reason(check)})"
+
+
+def _pair_ratio(t_b: float, t_c: float) -> tuple[float]:
+    return (t_b / max(t_c, 1e-12),)
+
+
+def _speedup_decision(min_ratio: float | None, ratio: tuple[float, float, float]) -> str | None:
+    """pass/fail once the interval clears ``min_ratio``; not graded (None):
+    stop once the interval is within 20% of the median."""
+    med, lo, hi = ratio
+    if min_ratio is not None and lo >= min_ratio:
+        return "pass"
+    if min_ratio is not None and hi < min_ratio:
+        return "fail"
+    if min_ratio is None and (hi - lo) <= 0.2 * med:
+        return "skipped"
+    return None
+
+
+def _speedup_outcome(template: SpeedResult, trials: _Trials, reps: int, budget_s: float) -> SpeedResult:
+    med, lo, hi = trials.stats[0]
+    graded = template.min_ratio is not None
+    res = replace(
+        template, verdict=(trials.decision or "inconclusive") if graded else "skipped",
+        baseline_s=float(np.median(trials.times[0])), candidate_s=float(np.median(trials.times[1])),
+        ratio=med, ci_low=_ci_or_none(lo), ci_high=_ci_or_none(hi), trials=trials.n, calls_per_trial=reps,
+    )
+    res.message = _speedup_message(res, trials.n_min, budget_s)
+    return res
+
+
+def _speedup_message(res: SpeedResult, n_min: int, budget_s: float) -> str:
+    head = f"{res.label}: {format_seconds(res.candidate_s)} vs {format_seconds(res.baseline_s)} {res.baseline_label}"
+    few = res.ci_low is None
+    if few:
+        interval = _too_few_trials(res.trials, n_min, res.confidence)
+    else:
+        interval = f"{res.confidence:.0%} interval {res.ci_low:.2f}x-{res.ci_high:.2f}x over {res.trials} trials"
+    if res.verdict == "skipped":
+        return f"{head} ({_fmt_ratio(res.ratio)}, not graded on profile {res.profile}; {interval})"
+    needed = _fmt_ratio(res.min_ratio)
+    graded = f"({_fmt_ratio(res.ratio, res.min_ratio)}, needed {needed} on profile {res.profile})"
+    if res.verdict == "pass":
+        return f"{head} {graded}"
+    if res.verdict == "fail":
+        return f"{head} {graded}; too slow: the {interval} is all below {needed}"
+    why = (f"{interval} in {budget_s:g} s" if few else
+           f"the {interval} still straddles the threshold after {budget_s:g} s")
+    return (f"inconclusive: {head} {graded}; {why}. "
+            "Re-run on a quieter machine (close other programs) to get a verdict.")
+
+
 def measure_speedup(
     baseline: Callable,
     candidate: Callable,
@@ -328,143 +620,27 @@ def measure_speedup(
     inputs and the verdict is "skipped" (with ``measure_when_untimed=True`` the
     pair is also timed, for reports, but still not graded)."""
     profile_name = _resolve_profile(profile)
-    if min_ratio is None:
-        from autograder.checks.thresholds import min_ratio_for
+    min_ratio = _threshold(check, profile_name, min_ratio)
+    sides = (baseline, candidate)
 
-        min_ratio = min_ratio_for(check, profile_name)
-        timed = min_ratio is not None
-    else:
-        timed = True
-    if timed and not min_ratio > 0:
-        raise ValueError(f"min_ratio must be positive, got {min_ratio!r}")
+    def compare(outs: Sequence[Any], when: str) -> str | None:
+        return compare_outputs(outs[0], outs[1], rtol=rtol, atol=atol)
 
-    def result(verdict: str, message: str, **kw: Any) -> SpeedResult:
-        fields: dict[str, Any] = dict(
-            baseline_s=None, candidate_s=None, ratio=None, ci_low=None, ci_high=None, trials=0
-        )
-        fields.update(kw)
-        return SpeedResult(
-            verdict=verdict, min_ratio=min_ratio, profile=profile_name, message=message,
-            check=check, label=label, baseline_label=baseline_label, confidence=confidence, **fields,
-        )
-
-    def mismatch_result(problem: str, when: str, trials: int) -> SpeedResult:
-        message = (
-            f"{label} gives a different result from {baseline_label} ({when}): {problem}. "
-            "A speedup only counts when the answer is the same; fix the result first."
-        )
-        return result("fail", message, trials=trials, output_mismatch=problem)
-
-    # Warm-up: tracing, compilation and first-call costs stay out of the timing,
-    # and a wrong answer is reported before any time is spent measuring.
-    fastest, slowest = math.inf, 0.0
-    for i in range(max(warmup, 1)):
-        args = [_fresh_inputs(make_inputs)]
-        t_b, (out_b,) = _timed_calls(baseline, args)
-        t_c, (out_c,) = _timed_calls(candidate, args)
-        problem = compare_outputs(out_b, out_c, rtol=rtol, atol=atol)
-        if problem:
-            return mismatch_result(problem, f"warm-up call {i + 1}", 0)
-        if i > 0 or warmup <= 1:  # the first call traces and compiles
-            fastest, slowest = min(fastest, t_b, t_c), max(slowest, t_b, t_c)
-
-    if not timed and not measure_when_untimed:
-        for i in range(verify_trials):
-            args = _fresh_inputs(make_inputs)
-            out_b = to_host(baseline(*args))
-            out_c = to_host(candidate(*args))
-            problem = compare_outputs(out_b, out_c, rtol=rtol, atol=atol)
-            if problem:
-                return mismatch_result(problem, f"check {i + 1} of {verify_trials}", 0)
-        from autograder.checks.thresholds import untimed_reason
-
-        return result(
-            "skipped",
-            f"{label}: speed not graded on profile {profile_name} ({untimed_reason(check)}); "
-            f"output matches {baseline_label} on {max(warmup, 1) + verify_trials} fresh inputs",
-        )
-
-    # Each side's sample is the fastest of `reps` calls: at least min_calls,
-    # and enough to span min_sample_s (several scheduler time slices, so some
-    # call runs uninterrupted); both sides make the same calls on the same
-    # inputs, and the slower side's sample is kept under max_sample_s.
-    reps = max(min_calls, int(math.ceil(min_sample_s / max(fastest, 1e-9))))
-    reps = max(1, min(reps, int(max_sample_s / max(slowest, 1e-9)), _MAX_CALLS_PER_TRIAL))
-    n_min = min_trials_for(confidence)
-    base_times: list[float] = []
-    cand_times: list[float] = []
-    ratios: list[float] = []
-    started = _clock()
-    deadline = started + budget_s
-    # The budget may stop sampling only once an interval exists, unless the
-    # functions are so slow that even that would take three budgets.
-    hard_stop = started + 3 * budget_s
-    verdict = "inconclusive"
-    med = lo = hi = math.nan
-    while True:
-        arg_sets = [_fresh_inputs(make_inputs) for _ in range(reps)]
-        if len(ratios) % 2 == 0:
-            t_b, outs_b = _timed_calls(baseline, arg_sets)
-            t_c, outs_c = _timed_calls(candidate, arg_sets)
-        else:
-            t_c, outs_c = _timed_calls(candidate, arg_sets)
-            t_b, outs_b = _timed_calls(baseline, arg_sets)
-        for out_b, out_c in zip(outs_b, outs_c):
-            problem = compare_outputs(out_b, out_c, rtol=rtol, atol=atol)
-            if problem:
-                return mismatch_result(problem, f"timed trial {len(ratios) + 1}", len(ratios))
-        base_times.append(t_b)
-        cand_times.append(t_c)
-        ratios.append(t_b / max(t_c, 1e-12))
-        if len(ratios) >= n_min:
-            med, lo, hi = median_ci(ratios, confidence)
-            if timed and lo >= min_ratio:
-                verdict = "pass"
-                break
-            if timed and hi < min_ratio:
-                verdict = "fail"
-                break
-            if not timed and (hi - lo) <= 0.2 * med:
-                break
-        now = _clock()
-        if (now >= deadline and len(ratios) >= n_min) or now >= hard_stop:
-            break
-    if len(ratios) < n_min:
-        med, lo, hi = median_ci(ratios, confidence)
-
-    b_s = float(np.median(base_times))
-    c_s = float(np.median(cand_times))
-    n = len(ratios)
-    head = f"{label}: {format_seconds(c_s)} vs {format_seconds(b_s)} {baseline_label}"
-    pct = f"{confidence:.0%}"
-    few = math.isinf(lo)
-    if few:
-        interval = f"only {n} trials fit (a {pct} interval needs {n_min})"
-    else:
-        interval = f"{pct} interval {lo:.2f}x-{hi:.2f}x over {n} trials"
-    if not timed:
-        verdict = "skipped"
-        message = f"{head} ({_fmt_ratio(med)}, not graded on profile {profile_name}; {interval})"
-    elif verdict == "pass":
-        message = f"{head} ({_fmt_ratio(med, min_ratio)}, needed {_fmt_ratio(min_ratio)} on profile {profile_name})"
-    elif verdict == "fail":
-        message = (
-            f"{head} ({_fmt_ratio(med, min_ratio)}, needed {_fmt_ratio(min_ratio)} on profile {profile_name}); "
-            f"too slow: the {interval} is all below {_fmt_ratio(min_ratio)}"
-        )
-    else:
-        message = (
-            f"inconclusive: {head} ({_fmt_ratio(med, min_ratio)}, needed {_fmt_ratio(min_ratio)} "
-            f"on profile {profile_name}); "
-            + (f"{interval} in {budget_s:g} s" if few else
-               f"the {interval} still straddles the threshold after {budget_s:g} s")
-            + ". Re-run on a quieter machine (close other programs) to get a verdict."
-        )
-    return result(
-        verdict, message, baseline_s=b_s, candidate_s=c_s, ratio=med,
-        ci_low=None if math.isinf(lo) else lo, ci_high=None if math.isinf(hi) else hi,
-        trials=n, calls_per_trial=reps,
+    template = SpeedResult(
+        verdict="", message="", min_ratio=min_ratio, profile=profile_name, check=check, label=label,
+        baseline_label=baseline_label, confidence=confidence,
     )
+    try:
+        fastest, slowest = _warm_up(sides, make_inputs, warmup, compare)
+        if min_ratio is None and not measure_when_untimed:
+            _verify_untimed(sides, make_inputs, verify_trials, compare)
+            return _skipped_result(template, baseline_label, max(warmup, 1) + verify_trials, _untimed_note(check))
+        reps = _calls_per_trial(fastest, slowest, min_calls, min_sample_s, max_sample_s)
+        trials = _run_trials(sides, _PAIR_ORDERS, make_inputs, reps, compare, _pair_ratio,
+                             partial(_speedup_decision, min_ratio), budget_s=budget_s, confidence=confidence)
+    except _Mismatch as bad:
+        return _mismatch_result(template, bad, baseline_label)
+    return _speedup_outcome(template, trials, reps, budget_s)
 
 
 def assert_speedup(
@@ -475,13 +651,7 @@ def assert_speedup(
 ) -> SpeedResult:
     """``measure_speedup`` as a check: prints the message on pass and skip,
     raises ``AssertionError`` on fail and ``SpeedInconclusive`` when undecided."""
-    res = measure_speedup(baseline, candidate, make_inputs, **kwargs)
-    if res.verdict == "fail":
-        raise AssertionError(res.message)
-    if res.verdict == "inconclusive":
-        raise SpeedInconclusive(res.message)
-    print(res.message)
-    return res
+    return _enforce(measure_speedup(baseline, candidate, make_inputs, **kwargs))
 
 
 # Same keywords as measure_speedup, for help() and editors.
@@ -491,56 +661,113 @@ assert_speedup.__signature__ = inspect.signature(measure_speedup)  # type: ignor
 # --- speed relative to a hidden reference -----------------------------------------
 
 
-@dataclass
-class RelativeSpeedResult:
-    """What one relative speed check found (``measure_relative_speedup``).
+def _floor(fraction: float, check: str, profile: Any, floor: float | None) -> tuple[str, float, str]:
+    """Checks ``fraction``; (profile name, floor, a note when the table had none)."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+    profile_name = _resolve_profile(profile)
+    floor_note = ""
+    if floor is None:
+        from autograder.checks.thresholds import min_ratio_for
 
-    Times are per call, in seconds (median over trials of each trial's fastest
-    call).  ``speedup`` and ``reference_speedup`` are the medians of
-    baseline/candidate and baseline/reference over the trials; ``needed`` is
-    ``reference_speedup ** fraction``.  ``margin`` is the median over trials of
-    ``(baseline/candidate) / (baseline/reference) ** fraction`` (at least 1.0
-    means fast enough) and ``margin_ci_low``/``margin_ci_high`` its interval;
-    ``reference_ci_low``/``reference_ci_high`` the interval of the reference's
-    speedup, which must reach ``floor`` for the machine to show the effect at
-    all.  Fields are None when nothing was timed."""
-
-    verdict: str
-    baseline_s: float | None
-    reference_s: float | None
-    candidate_s: float | None
-    speedup: float | None
-    reference_speedup: float | None
-    needed: float | None
-    margin: float | None
-    margin_ci_low: float | None
-    margin_ci_high: float | None
-    reference_ci_low: float | None
-    reference_ci_high: float | None
-    fraction: float
-    floor: float | None
-    profile: str
-    trials: int
-    message: str
-    check: str = ""
-    label: str = "candidate"
-    baseline_label: str = "baseline"
-    reference_label: str = "the reference solution"
-    confidence: float = 0.95
-    calls_per_trial: int = 1
-    output_mismatch: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+        floor = min_ratio_for(check, profile_name)
+        if floor is None:
+            floor = 1.0
+            floor_note = " (no floor in the thresholds table for this profile; 1.0 used)"
+    if not floor >= 1.0:
+        raise ValueError(f"floor must be at least 1.0, got {floor!r}")
+    return profile_name, floor, floor_note
 
 
-# The six orders of (baseline, reference, candidate); trial k uses _ORDERS[k % 6]
-# so each side goes first, second and third equally often.
-_ORDERS = ((0, 1, 2), (1, 2, 0), (2, 0, 1), (0, 2, 1), (2, 1, 0), (1, 0, 2))
+def _against_reference(rtol: float, atol: float, baseline_label: str, reference_label: str) -> _Compare:
+    """Outputs of (baseline, reference, candidate) compared with the reference's:
+    a baseline that differs is an error in the test (``RuntimeError``)."""
+
+    def compare(outs: Sequence[Any], when: str) -> str | None:
+        problem = compare_outputs(outs[1], outs[0], rtol=rtol, atol=atol)
+        if problem:
+            raise RuntimeError(
+                f"the test is wrong: {baseline_label} and {reference_label} give different results ({when}): {problem}"
+            )
+        return compare_outputs(outs[1], outs[2], rtol=rtol, atol=atol)
+
+    return compare
 
 
-def _ci_or_none(x: float) -> float | None:
-    return None if math.isinf(x) or math.isnan(x) else x
+def _relative_trial(fraction: float, t_b: float, t_r: float, t_c: float) -> tuple[float, float]:
+    """(margin, reference's speedup) of one trial."""
+    t_b, t_r, t_c = (max(t, 1e-12) for t in (t_b, t_r, t_c))
+    return (t_b / t_c) / (t_b / t_r) ** fraction, t_b / t_r
+
+
+def _relative_decision(
+    floor: float, margin: tuple[float, float, float], reference: tuple[float, float, float]
+) -> str | None:
+    """"no-effect" when the reference's speedup is surely below ``floor``; once
+    it is surely at or above it, pass/fail when the margin's interval clears 1."""
+    _, m_lo, m_hi = margin
+    _, r_lo, r_hi = reference
+    if r_hi < floor:
+        return "no-effect"
+    if r_lo >= floor and m_lo >= 1.0:
+        return "pass"
+    if r_lo >= floor and m_hi < 1.0:
+        return "fail"
+    return None
+
+
+def _relative_outcome(
+    template: RelativeSpeedResult, trials: _Trials, reps: int, floor_note: str, budget_s: float
+) -> RelativeSpeedResult:
+    (m_med, m_lo, m_hi), (r_med, r_lo, r_hi) = trials.stats
+    t_b, t_r, t_c = ([max(t, 1e-12) for t in side] for side in trials.times)
+    res = replace(
+        template, verdict=trials.decision if trials.decision in ("pass", "fail") else "inconclusive",
+        baseline_s=float(np.median(t_b)), reference_s=float(np.median(t_r)), candidate_s=float(np.median(t_c)),
+        speedup=float(np.median([b / c for b, c in zip(t_b, t_c)])), reference_speedup=r_med,
+        needed=r_med ** template.fraction, margin=m_med, margin_ci_low=_ci_or_none(m_lo),
+        margin_ci_high=_ci_or_none(m_hi), reference_ci_low=_ci_or_none(r_lo),
+        reference_ci_high=_ci_or_none(r_hi), trials=trials.n, calls_per_trial=reps,
+    )
+    res.message = _relative_message(res, trials.decision, trials.n_min, floor_note, budget_s)
+    return res
+
+
+def _relative_message(
+    res: RelativeSpeedResult, decision: str | None, n_min: int, floor_note: str, budget_s: float
+) -> str:
+    head = (
+        f"{res.label}: {format_seconds(res.candidate_s)} vs {format_seconds(res.baseline_s)} {res.baseline_label}, "
+        f"{_fmt_ratio(res.speedup, res.needed)} faster; {res.reference_label} is "
+        f"{_fmt_ratio(res.reference_speedup)} faster ({format_seconds(res.reference_s)}), so "
+        f"{_fmt_ratio(res.needed, res.speedup)} was needed ({res.fraction:g} of its speedup, counted in "
+        f"factors: {res.reference_speedup:.2f} ** {res.fraction:g})"
+    )
+    pct, few = f"{res.confidence:.0%}", res.margin_ci_low is None
+    if few:
+        interval = _too_few_trials(res.trials, n_min, res.confidence)
+    else:
+        interval = (f"{pct} interval of your speed relative to what was needed: "
+                    f"{res.margin_ci_low:.2f}-{res.margin_ci_high:.2f} over {res.trials} trials")
+    r_lo, r_hi, floor = res.reference_ci_low, res.reference_ci_high, res.floor
+    if decision == "pass":
+        return f"{head}; profile {res.profile}"
+    if decision == "fail":
+        return f"{head}; too slow: the {interval} is all below 1.00 (profile {res.profile})"
+    if decision == "no-effect":
+        return (
+            f"inconclusive: {res.reference_label} is only {_fmt_ratio(res.reference_speedup)} faster than "
+            f"{res.baseline_label} on this machine ({pct} interval {r_lo:.2f}x-{r_hi:.2f}x), below the floor of "
+            f"{_fmt_ratio(floor)} for profile {res.profile}{floor_note}: this machine does not show the speedup "
+            "the part is about, so it cannot grade it. Re-run on a quieter machine (or the intended hardware). "
+            f"[{head}]"
+        )
+    why = (f"{interval} in {budget_s:g} s" if few else
+           f"the {interval} still straddles 1.00 after {budget_s:g} s")
+    if r_lo is not None and r_lo < floor <= r_hi:
+        why += f"; {res.reference_label}'s speedup ({r_lo:.2f}x-{r_hi:.2f}x) straddles the floor {_fmt_ratio(floor)}"
+    return (f"inconclusive: {head}; {why} (profile {res.profile}). "
+            "Re-run on a quieter machine (close other programs) to get a verdict.")
 
 
 def measure_relative_speedup(
@@ -598,164 +825,24 @@ def measure_relative_speedup(
     sides; every output of the baseline and the candidate is compared with the
     reference's (``rtol``/``atol``).  A candidate that differs fails at once;
     a baseline that differs is an error in the test (``RuntimeError``)."""
-    if not 0.0 < fraction <= 1.0:
-        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
-    profile_name = _resolve_profile(profile)
-    floor_note = ""
-    if floor is None:
-        from autograder.checks.thresholds import min_ratio_for
-
-        floor = min_ratio_for(check, profile_name)
-        if floor is None:
-            floor = 1.0
-            floor_note = " (no floor in the thresholds table for this profile; 1.0 used)"
-    if not floor >= 1.0:
-        raise ValueError(f"floor must be at least 1.0, got {floor!r}")
+    profile_name, floor, floor_note = _floor(fraction, check, profile, floor)
     sides = (baseline, reference, candidate)
-
-    def result(verdict: str, message: str, **kw: Any) -> RelativeSpeedResult:
-        fields: dict[str, Any] = dict(
-            baseline_s=None, reference_s=None, candidate_s=None, speedup=None, reference_speedup=None,
-            needed=None, margin=None, margin_ci_low=None, margin_ci_high=None, reference_ci_low=None,
-            reference_ci_high=None, trials=0,
-        )
-        fields.update(kw)
-        return RelativeSpeedResult(
-            verdict=verdict, fraction=fraction, floor=floor, profile=profile_name, message=message,
-            check=check, label=label, baseline_label=baseline_label, reference_label=reference_label,
-            confidence=confidence, **fields,
-        )
-
-    def verify(outs: Sequence[Any], when: str, trials: int) -> RelativeSpeedResult | None:
-        ref = outs[1]
-        problem = compare_outputs(ref, outs[0], rtol=rtol, atol=atol)
-        if problem:
-            raise RuntimeError(
-                f"the test is wrong: {baseline_label} and {reference_label} give different results ({when}): {problem}"
-            )
-        problem = compare_outputs(ref, outs[2], rtol=rtol, atol=atol)
-        if problem:
-            message = (
-                f"{label} gives a different result from {reference_label} ({when}): {problem}. "
-                "A speedup only counts when the answer is the same; fix the result first."
-            )
-            return result("fail", message, trials=trials, output_mismatch=problem)
-        return None
-
-    # Warm-up: tracing, compilation and first-call costs stay out of the timing,
-    # and a wrong answer is reported before any time is spent measuring.
-    fastest, slowest = math.inf, 0.0
-    for i in range(max(warmup, 1)):
-        args = [_fresh_inputs(make_inputs)]
-        timed = [_timed_calls(fn, args) for fn in sides]
-        bad = verify([outs[0] for _, outs in timed], f"warm-up call {i + 1}", 0)
-        if bad:
-            return bad
-        if i > 0 or warmup <= 1:
-            fastest = min(fastest, *(t for t, _ in timed))
-            slowest = max(slowest, *(t for t, _ in timed))
-
-    if not required:
-        for i in range(verify_trials):
-            args = _fresh_inputs(make_inputs)
-            bad = verify([to_host(fn(*args)) for fn in sides], f"check {i + 1} of {verify_trials}", 0)
-            if bad:
-                return bad
-        return result(
-            "skipped",
-            f"{label}: speed not graded on profile {profile_name}; output matches {reference_label} "
-            f"on {max(warmup, 1) + verify_trials} fresh inputs",
-        )
-
-    reps = max(min_calls, int(math.ceil(min_sample_s / max(fastest, 1e-9))))
-    reps = max(1, min(reps, int(max_sample_s / max(slowest, 1e-9)), _MAX_CALLS_PER_TRIAL))
-    n_min = min_trials_for(confidence)
-    times: list[list[float]] = [[], [], []]
-    margins: list[float] = []
-    ref_speedups: list[float] = []
-    started = _clock()
-    deadline = started + budget_s
-    hard_stop = started + 3 * budget_s
-    verdict = "inconclusive"
-    m_med = m_lo = m_hi = r_med = r_lo = r_hi = math.nan
-    while True:
-        trial = len(margins)
-        arg_sets = [_fresh_inputs(make_inputs) for _ in range(reps)]
-        measured: list[Any] = [None, None, None]
-        for side in _ORDERS[trial % len(_ORDERS)]:
-            measured[side] = _timed_calls(sides[side], arg_sets)
-        for call in range(reps):
-            bad = verify([measured[s][1][call] for s in range(3)], f"timed trial {trial + 1}", trial)
-            if bad:
-                return bad
-        t_b, t_r, t_c = (max(measured[s][0], 1e-12) for s in range(3))
-        for s, t in enumerate((t_b, t_r, t_c)):
-            times[s].append(t)
-        ref_speedups.append(t_b / t_r)
-        margins.append((t_b / t_c) / (t_b / t_r) ** fraction)
-        if len(margins) >= n_min:
-            m_med, m_lo, m_hi = median_ci(margins, confidence)
-            r_med, r_lo, r_hi = median_ci(ref_speedups, confidence)
-            if r_hi < floor:
-                verdict = "no-effect"
-                break
-            if r_lo >= floor and m_lo >= 1.0:
-                verdict = "pass"
-                break
-            if r_lo >= floor and m_hi < 1.0:
-                verdict = "fail"
-                break
-        now = _clock()
-        if (now >= deadline and len(margins) >= n_min) or now >= hard_stop:
-            break
-    if len(margins) < n_min:
-        m_med, m_lo, m_hi = median_ci(margins, confidence)
-        r_med, r_lo, r_hi = median_ci(ref_speedups, confidence)
-
-    b_s, r_s, c_s = (float(np.median(t)) for t in times)
-    speedup = float(np.median([b / c for b, c in zip(times[0], times[2])]))
-    needed = r_med ** fraction
-    n = len(margins)
-    pct = f"{confidence:.0%}"
-    head = (
-        f"{label}: {format_seconds(c_s)} vs {format_seconds(b_s)} {baseline_label}, "
-        f"{_fmt_ratio(speedup, needed)} faster; {reference_label} is {_fmt_ratio(r_med)} faster "
-        f"({format_seconds(r_s)}), so {_fmt_ratio(needed, speedup)} was needed "
-        f"({fraction:g} of its speedup, counted in factors: {r_med:.2f} ** {fraction:g})"
+    compare = _against_reference(rtol, atol, baseline_label, reference_label)
+    template = RelativeSpeedResult(
+        verdict="", message="", fraction=fraction, floor=floor, profile=profile_name, check=check, label=label,
+        baseline_label=baseline_label, reference_label=reference_label, confidence=confidence,
     )
-    if math.isinf(m_lo):
-        interval = f"only {n} trials fit (a {pct} interval needs {n_min})"
-    else:
-        interval = (f"{pct} interval of your speed relative to what was needed: "
-                    f"{m_lo:.2f}-{m_hi:.2f} over {n} trials")
-    if verdict == "pass":
-        message = f"{head}; profile {profile_name}"
-        final = "pass"
-    elif verdict == "fail":
-        message = f"{head}; too slow: the {interval} is all below 1.00 (profile {profile_name})"
-        final = "fail"
-    elif verdict == "no-effect":
-        message = (
-            f"inconclusive: {reference_label} is only {_fmt_ratio(r_med)} faster than {baseline_label} on this "
-            f"machine ({pct} interval {r_lo:.2f}x-{r_hi:.2f}x), below the floor of {_fmt_ratio(floor)} for "
-            f"profile {profile_name}{floor_note}: this machine does not show the speedup the part is about, "
-            f"so it cannot grade it. Re-run on a quieter machine (or the intended hardware). [{head}]"
-        )
-        final = "inconclusive"
-    else:
-        why = (f"{interval} in {budget_s:g} s" if math.isinf(m_lo) else
-               f"the {interval} still straddles 1.00 after {budget_s:g} s")
-        if not math.isinf(r_lo) and r_lo < floor <= r_hi:
-            why += f"; {reference_label}'s speedup ({r_lo:.2f}x-{r_hi:.2f}x) straddles the floor {_fmt_ratio(floor)}"
-        message = (f"inconclusive: {head}; {why} (profile {profile_name}). "
-                   "Re-run on a quieter machine (close other programs) to get a verdict.")
-        final = "inconclusive"
-    return result(
-        final, message, baseline_s=b_s, reference_s=r_s, candidate_s=c_s, speedup=speedup,
-        reference_speedup=r_med, needed=needed, margin=m_med, margin_ci_low=_ci_or_none(m_lo),
-        margin_ci_high=_ci_or_none(m_hi), reference_ci_low=_ci_or_none(r_lo),
-        reference_ci_high=_ci_or_none(r_hi), trials=n, calls_per_trial=reps,
-    )
+    try:
+        fastest, slowest = _warm_up(sides, make_inputs, warmup, compare)
+        if not required:
+            _verify_untimed(sides, make_inputs, verify_trials, compare)
+            return _skipped_result(template, reference_label, max(warmup, 1) + verify_trials)
+        reps = _calls_per_trial(fastest, slowest, min_calls, min_sample_s, max_sample_s)
+        trials = _run_trials(sides, _ORDERS, make_inputs, reps, compare, partial(_relative_trial, fraction),
+                             partial(_relative_decision, floor), budget_s=budget_s, confidence=confidence)
+    except _Mismatch as bad:
+        return _mismatch_result(template, bad, reference_label)
+    return _relative_outcome(template, trials, reps, floor_note, budget_s)
 
 
 def assert_relative_speedup(
@@ -768,13 +855,7 @@ def assert_relative_speedup(
     """``measure_relative_speedup`` as a check: prints the message on pass and
     skip, raises ``AssertionError`` on fail and ``SpeedInconclusive`` when
     undecided (or when the machine does not show the reference's speedup)."""
-    res = measure_relative_speedup(baseline, reference, candidate, make_inputs, **kwargs)
-    if res.verdict == "fail":
-        raise AssertionError(res.message)
-    if res.verdict == "inconclusive":
-        raise SpeedInconclusive(res.message)
-    print(res.message)
-    return res
+    return _enforce(measure_relative_speedup(baseline, reference, candidate, make_inputs, **kwargs))
 
 
 assert_relative_speedup.__signature__ = inspect.signature(measure_relative_speedup)  # type: ignore[attr-defined]

@@ -453,3 +453,77 @@ def test_relative_fraction_must_be_in_range():
     with pytest.raises(ValueError, match="fraction"):
         measure_relative_speedup(sleeper(0.001), sleeper(0.001), sleeper(0.001), inputs, check="graph_vs_eager",
                                  fraction=1.5, profile="cpu")
+
+
+# --- the shape of results, and what is called when (on a fake clock) -------------------
+
+from autograder.checks.timing import RelativeSpeedResult, SpeedResult  # noqa: E402
+
+SHARED_KEYS = {"verdict", "profile", "message", "check", "label", "baseline_label", "baseline_s", "candidate_s",
+               "trials", "confidence", "calls_per_trial", "output_mismatch"}
+
+
+def test_both_results_share_their_common_fields_and_to_dict():
+    assert SpeedResult.to_dict is RelativeSpeedResult.to_dict
+    speed = SpeedResult(verdict="skipped", profile="cpu", message="m", min_ratio=None)
+    assert set(speed.to_dict()) == SHARED_KEYS | {"min_ratio", "ratio", "ci_low", "ci_high"}
+    rel = RelativeSpeedResult(verdict="skipped", profile="cpu", message="m", fraction=0.5, floor=2.0)
+    assert set(rel.to_dict()) == SHARED_KEYS | {
+        "fraction", "floor", "reference_label", "reference_s", "speedup", "reference_speedup", "needed", "margin",
+        "margin_ci_low", "margin_ci_high", "reference_ci_low", "reference_ci_high",
+    }
+    assert rel.reference_label == "the reference solution" and rel.trials == 0 and rel.speedup is None
+
+
+def fake_clock(monkeypatch):
+    """The module's clock replaced by one that only the functions below advance."""
+    now = [0.0]
+    monkeypatch.setattr(timing, "_clock", lambda: now[0])
+    return now
+
+
+def costing(now, log, tag, seconds):
+    def fn(x):
+        log.append(tag)
+        now[0] += seconds
+        return x * 2.0
+
+    return fn
+
+
+def test_calls_and_their_order_on_a_fake_clock(monkeypatch):
+    now, log = fake_clock(monkeypatch), []
+
+    def counted_inputs():
+        log.append("in")
+        return inputs()
+
+    res = measure_speedup(costing(now, log, "b", 0.004), costing(now, log, "c", 0.001), counted_inputs,
+                          check="graph_vs_eager", min_ratio=2.0, profile="cpu")
+    # noiseless: the interval is [4, 4] as soon as there is one, at trial 6
+    assert (res.verdict, res.trials) == ("pass", 6)
+    assert res.ratio == pytest.approx(4.0) and res.ci_low == pytest.approx(4.0)
+    assert res.calls_per_trial == 20  # 0.02 s of the fastest warm-up call (1 ms)
+    assert log[:6] == ["in", "b", "c", "in", "b", "c"]  # two warm-up rounds
+    reps = res.calls_per_trial
+    for k in range(6):  # fresh inputs for every call, then each side's calls; the first side alternates
+        trial = log[6 + 3 * reps * k: 6 + 3 * reps * (k + 1)]
+        first, second = ("b", "c") if k % 2 == 0 else ("c", "b")
+        assert trial == ["in"] * reps + [first] * reps + [second] * reps
+    assert len(log) == 6 + 6 * 3 * reps
+
+
+def test_relative_calls_and_their_order_on_a_fake_clock(monkeypatch):
+    now, log = fake_clock(monkeypatch), []
+    res = measure_relative_speedup(costing(now, log, "b", 0.008), costing(now, log, "r", 0.002),
+                                   costing(now, log, "c", 0.002), inputs, check="graph_vs_eager", fraction=0.5,
+                                   profile="cpu", min_calls=1, min_sample_s=0.0)
+    assert (res.verdict, res.trials, res.calls_per_trial) == ("pass", 6, 1)
+    assert (res.speedup, res.reference_speedup, res.needed, res.margin) == pytest.approx((4.0, 4.0, 2.0, 2.0))
+    assert log[:6] == ["b", "r", "c"] * 2
+    orders = ["".join(log[6 + 3 * k: 9 + 3 * k]) for k in range(6)]
+    assert orders == ["brc", "rcb", "cbr", "bcr", "crb", "rbc"]
+    assert res.message == (
+        "candidate: 2.0 ms vs 8.0 ms baseline, 4.0x faster; the reference solution is 4.0x faster (2.0 ms), "
+        "so 2.0x was needed (0.5 of its speedup, counted in factors: 4.00 ** 0.5); profile cpu"
+    )
