@@ -338,7 +338,6 @@ def _fresh_inputs(make_inputs: Callable[[], Any]) -> tuple:
     return args
 
 
-
 # --- the steps both measurements share ----------------------------------------------
 
 # Trial k times the sides in the order _PAIR_ORDERS[k % 2] (measure_speedup) or
@@ -539,8 +538,9 @@ def _pair_ratio(t_b: float, t_c: float) -> tuple[float]:
 
 
 def _speedup_decision(min_ratio: float | None, ratio: tuple[float, float, float]) -> str | None:
-    """pass/fail once the interval clears ``min_ratio``; not graded (None):
-    stop once the interval is within 20% of the median."""
+    """"pass"/"fail" once the interval is all on one side of ``min_ratio``;
+    not graded (``min_ratio`` None): "skipped" (stop sampling) once the
+    interval is narrower than 20% of the median, for reports."""
     med, lo, hi = ratio
     if min_ratio is not None and lo >= min_ratio:
         return "pass"
