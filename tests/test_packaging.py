@@ -221,3 +221,19 @@ def test_gradescope_zip_from_an_installed_package_installs_and_grades(installed,
     assert {n: t.get("visibility") for n, t in tests.items()} == {"test-double": "after_published",
                                                                   "test-word": "after_published"}, data
     assert "hidden-marker" not in json.dumps(data)
+
+
+@pytest.mark.slow
+def test_exercise_7_builds_its_op_from_the_installed_package(installed, tmp_path):
+    """The exercise compiles the learner's kernel with autograder.checks.opbuild,
+    from a copy outside the checkout, caching under XDG_CACHE_HOME (not the package)."""
+    python, venv, work = installed["python"], installed["venv"], installed["work"]
+    shutil.copytree(ROOT / "solutions" / "07_custom_ops", tmp_path / "07_custom_ops")
+    env = {**_env(venv), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("COURSE_OPS_BUILD_DIR", None)
+    proc = subprocess.run([python, "-m", "autograder", "check", "--part", "test-kernel",
+                           tmp_path / "07_custom_ops" / "07_custom_ops.ipynb"],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr[-3000:]}"
+    assert "test-kernel" in proc.stdout and "4/4" in proc.stdout
+    assert not list((Path(installed["where"]["site"]) / "autograder").rglob("*.so")), "a build landed in the package"
