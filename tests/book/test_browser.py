@@ -3,7 +3,8 @@
 Every page in ``_toc.yml`` is opened from a local HTTP server and checked as a
 reader would see it: it renders (a title and a heading), shows no Python
 traceback or error output, every image loads (``naturalWidth > 0``), and every
-internal link (and ``#fragment``) resolves, and no script throws.  The search page must find "XLA".
+internal link (and ``#fragment``) resolves, every external link goes to the
+configured repository or a documentation host (tests/book/test_links.py), and no script throws.  The search page must find "XLA".
 Full-page screenshots of two pages (the introduction and "Hardware and
 results") go to ``_build/screenshots/`` for review.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import functools
+from html import escape
 import http.server
 import json
 import os
@@ -265,6 +267,22 @@ def test_internal_links_resolve(pages, server):
                 broken.append(f"{name} -> {parsed.path}#{parsed.fragment} (no such anchor)")
     assert checked > len(pages), f"only {checked} internal links found on {len(pages)} pages"
     assert not broken, f"{len(broken)} broken internal link(s): " + "; ".join(broken[:15])
+
+
+def test_external_links_go_to_the_repository_or_documentation(pages, server):
+    """What a reader can click: the configured repository, or a host on test_links.DOC_HOSTS (never example/)."""
+    from autograder.course.release import repository
+    from tests.book.test_links import link_problems
+
+    url, _ = repository()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, page in pages.items():
+            external = [href for href in page["links"] if href.startswith(("http://", "https://"))
+                        and not href.startswith(server)]
+            target = Path(tmp) / f"{name.replace('/', '_')}.html"
+            target.write_text("".join(f'<a href="{escape(h, quote=True)}"></a>' for h in external))
+        problems = link_problems(Path(tmp), url)
+    assert not problems, f"{len(problems)} external link(s) not allowed: " + "; ".join(problems[:10])
 
 
 def test_search_finds_xla(browser, server, built_book):
