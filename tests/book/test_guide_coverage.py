@@ -115,3 +115,17 @@ def test_a_renamed_chapter_heading_is_caught(tmp_path):
     renamed.write_text(page.read_text().replace("## Kept heading", "## New name"))
     assert "Kept heading" not in headings(renamed)
 
+
+
+def test_the_header_says_where_each_checked_guide_was_read_from():
+    """Every guide whose headings were checked against a stored source is named in
+    the header's source list, with a repository path or URL, so no entry rests on
+    memory."""
+    header = "\n".join(line for line in DATA.read_text().splitlines() if line.startswith("#"))
+    assert "from memory" not in header.lower()
+    for name in ("data_performance", "data", "function", "create_op",
+                 "distributed_training", "saved_model"):
+        match = re.search(rf"^#\s+guide/{name}\s+(.+)$", header, flags=re.M)
+        assert match, f"guide/{name}: no source line in the header"
+        assert "tensorflow/docs" in match.group(1) or "site/en/guide" in match.group(1), \
+            f"guide/{name}: its source line names no repository path"
