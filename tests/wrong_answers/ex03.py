@@ -10,6 +10,12 @@ Clauses are the numbered "Specification" lines of each part's text:
   update of every variable;
 - test-choose-policy: 1 None, 2 below 7, 3 major 7, 4 major 8 and above,
   5 ValueError with a one-line message for anything else;
+- test-fast-fit: 1 build_fn's model, compiled so that fit trains like a float32
+  twin with SGD on sparse cross-entropy from logits, 2 the train step fit runs
+  computes in the policy (its matmuls), 3 float32 output, 4 loss scaling under
+  mixed_float16 (a LossScaleOptimizer; a model whose float16 gradients would
+  underflow), 5 fit's train step compiled by XLA (judged from the function that
+  ran, not model.jit_compile), 6 global policy unchanged;
 - test-speedup: 1 the mixed step computes the reference float32 step's loss
   and gradient norm, 2 speed on a GPU profile (0.5 of the hidden reference's
   speedup, in factors).  Clause 2 is not graded on the cpu profile, where this
@@ -20,9 +26,10 @@ from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_
 ASSIGNMENT = "03_mixed_precision"
 
 P1, P2, P3, P4 = "test-build-classifier", "test-train-step", "test-choose-policy", "test-speedup"
-FULL = {P1: 2, P2: 3, P3: 2, P4: 3}
-ZERO = {P1: 0, P2: 0, P3: 0, P4: 0}
-A1, A2, A3 = "answer-build-classifier", "answer-train-step", "answer-choose-policy"
+P5 = "test-fast-fit"
+FULL = {P1: 2, P2: 3, P3: 2, P5: 3, P4: 3}
+ZERO = {P1: 0, P2: 0, P3: 0, P5: 0, P4: 0}
+A1, A2, A3, A5 = "answer-build-classifier", "answer-train-step", "answer-choose-policy", "answer-fast-fit"
 
 REFERENCE_BUILD = '''
 def build_classifier(policy, n_features=20, n_classes=5, width=64):
@@ -344,49 +351,174 @@ def choose_policy(compute_capability):
             return policy
 '''
 
+# --- part 4 (test-fast-fit) ---------------------------------------------------------
+REFERENCE_FAST = '''
+def compile_for_speed(build_fn, policy, learning_rate=0.1):
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = keras.Sequential([build_fn(), keras.layers.Activation("linear", dtype="float32")])
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=True)
+    return model
+'''
+# 4.1: Adam instead of plain SGD: fit trains, but not like the float32 SGD twin.
+ADAM = REFERENCE_FAST.replace("keras.optimizers.SGD(learning_rate)", "keras.optimizers.Adam(learning_rate)")
+# 4.2: builds outside the policy (float32 compute), scales the loss by hand: right but slow.
+FLOAT32_COMPUTE = '''
+def compile_for_speed(build_fn, policy, learning_rate=0.1):
+    model = keras.Sequential([build_fn(), keras.layers.Activation("linear", dtype="float32")])
+    optimizer = keras.optimizers.SGD(learning_rate)
+    if policy == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=True)
+    return model
+'''
+# 4.3: returns build_fn's model itself: its logits come out in 16 bits.
+NO_FLOAT32_OUTPUT = '''
+def compile_for_speed(build_fn, policy, learning_rate=0.1):
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = build_fn()
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+    return model
+'''
+# 4.4: the float32 wrapper is created after the policy is restored: the compiled model's
+# policy is float32, so compile does not wrap the optimizer and float16 gradients underflow.
+WRAPPER_AFTER_RESTORE = '''
+def compile_for_speed(build_fn, policy, learning_rate=0.1):
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        inner = build_fn()
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    model = keras.Sequential([inner, keras.layers.Activation("linear", dtype="float32")])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+    return model
+'''
+# 4.5 (duck-typed): compiled without XLA and fitted once, then model.jit_compile = True:
+# the attribute says True, the train function fit runs is the uncompiled one.
+LATE_JIT_ATTRIBUTE = '''
+def compile_for_speed(build_fn, policy, learning_rate=0.1):
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = keras.Sequential([build_fn(), keras.layers.Activation("linear", dtype="float32")])
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=False)
+    n_features = model.inputs[0].shape[-1]
+    model.fit(np.zeros((4, n_features), "float32"), np.zeros((4,), "int32"), epochs=1, verbose=0)  # a warm-up fit
+    model.jit_compile = True        # says True from now on; the train function is already built
+    return model
+'''
+# 4.6: sets the global policy and leaves it set.
+LEAKS_GLOBAL_POLICY = '''
+def compile_for_speed(build_fn, policy, learning_rate=0.1):
+    keras.mixed_precision.set_global_policy(policy)
+    model = keras.Sequential([build_fn(), keras.layers.Activation("linear", dtype="float32")])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+    return model
+'''
+# Right: a functional float32 wrapper, the LossScaleOptimizer made by hand, and
+# model.jit_compile = True after compile but before the first fit (fit builds its step with it).
+EXPLICIT_SCALING_LATE_ATTRIBUTE = '''
+def compile_for_speed(build_fn, policy, learning_rate=0.1):
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        inner = build_fn()
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    logits = keras.layers.Activation("linear", dtype="float32")(inner.outputs[0])
+    model = keras.Model(inner.inputs[0], logits)      # a float32 model: compile would not scale by itself
+    optimizer = keras.optimizers.SGD(learning_rate=learning_rate)
+    if keras.DTypePolicy(policy).compute_dtype == "float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.jit_compile = True                         # before the first fit: fit builds its train step with it
+    return model
+'''
+# Right: compiled while the policy is set (compile wraps the optimizer), a Lambda cast to
+# float32, a loss function instead of a loss object.
+COMPILED_UNDER_POLICY = '''
+def _to_float32(t):
+    return keras.ops.cast(t, "float32")
+
+def _loss(y_true, logits):
+    return keras.losses.sparse_categorical_crossentropy(y_true, logits, from_logits=True)
+
+def compile_for_speed(build_fn, policy, learning_rate=0.1):
+    saved = keras.mixed_precision.global_policy().name
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = keras.Sequential([build_fn(), keras.layers.Lambda(_to_float32, dtype="float32")])
+        model.compile(optimizer=keras.optimizers.SGD(learning_rate), loss=_loss, jit_compile=True)
+    finally:
+        keras.mixed_precision.set_global_policy(saved)
+    return model
+'''
+
 RELEASED = {
     A1: "def build_classifier(policy, n_features=20, n_classes=5, width=64):\n    raise NotImplementedError()\n",
     A2: "def train_step(model, optimizer, x, y):\n    raise NotImplementedError()\n",
     A3: "def choose_policy(compute_capability):\n    raise NotImplementedError()\n",
+    A5: "def compile_for_speed(build_fn, policy, learning_rate=0.1):\n    raise NotImplementedError()\n",
 }
 
 CASES = [
     WrongAnswer(
         name="relu_logits_scaled_loss_none_raises",
-        replace={A1: RELU_ON_LOGITS, A2: RETURNS_SCALED_LOSS, A3: NONE_RAISES},
+        replace={A1: RELU_ON_LOGITS, A2: RETURNS_SCALED_LOSS, A3: NONE_RAISES, A5: ADAM},
         expect=ZERO,
-        breaks={P1: 1, P2: 1, P3: 1, P4: 1},
+        breaks={P1: 1, P2: 1, P3: 1, P5: 1, P4: 1},
         messages={P1: "computes something else than Dense", P2: "return the loss itself",
+                  P5: "train with SGD(learning_rate) on sparse categorical cross-entropy from logits",
                   P3: "choose_policy(None)", P4: "gives a different result from the reference"},
     ),
     WrongAnswer(
         name="bf16_as_float32_no_scaling_pascal_mixed",
-        replace={A1: BF16_AS_FLOAT32, A2: NO_SCALE_LOSS, A3: SIX_IS_MIXED},
+        replace={A1: BF16_AS_FLOAT32, A2: NO_SCALE_LOSS, A3: SIX_IS_MIXED, A5: FLOAT32_COMPUTE},
         expect={**ZERO, P4: 3},
-        breaks={P1: 2, P2: 2, P3: 2},
-        messages={P1: "mixed_bfloat16", P2: "mixed-precision gradient", P3: "choose_policy((6, 1))"},
+        breaks={P1: 2, P2: 2, P3: 2, P5: 2},
+        messages={P1: "mixed_bfloat16", P2: "mixed-precision gradient", P3: "choose_policy((6, 1))",
+                  P5: "ran 0 matrix multiplication(s) in float16"},
     ),
     WrongAnswer(
         name="logits_16_bits_inner_optimizer_turing_bf16",
-        replace={A1: LOGITS_IN_16_BITS, A2: INNER_OPTIMIZER, A3: TURING_BFLOAT16},
+        replace={A1: LOGITS_IN_16_BITS, A2: INNER_OPTIMIZER, A3: TURING_BFLOAT16, A5: NO_FLOAT32_OUTPUT},
         expect={**ZERO, P4: 3},
-        breaks={P1: 3, P2: 3, P3: 3},
-        messages={P1: "expected float32", P2: "inf/NaN changed", P3: "choose_policy((7, 5))"},
+        breaks={P1: 3, P2: 3, P3: 3, P5: 3},
+        messages={P1: "expected float32", P2: "inf/NaN changed", P3: "choose_policy((7, 5))",
+                  P5: "model's output has dtype float16; expected float32"},
     ),
     WrongAnswer(
         name="float16_logit_variables_kernels_only_hopper_float32",
-        replace={A1: LOGITS_VARIABLES_FLOAT16, A2: KERNELS_ONLY, A3: TABLE_MISSES_NEWER},
+        replace={A1: LOGITS_VARIABLES_FLOAT16, A2: KERNELS_ONLY, A3: TABLE_MISSES_NEWER, A5: WRAPPER_AFTER_RESTORE},
         expect={**ZERO, P4: 3},
-        breaks={P1: 4, P2: 4, P3: 4},
+        breaks={P1: 4, P2: 4, P3: 4, P5: 4},
         messages={P1: "has dtype float16; expected float32", P2: "mixed-precision gradient",
-                  P3: "choose_policy((9, 0))"},
+                  P3: "choose_policy((9, 0))", P5: "not a LossScaleOptimizer"},
     ),
     WrongAnswer(
         name="duck_typed_model_and_multiline_error",
-        replace={A1: FLOAT32_INSIDE, A3: MULTILINE_MESSAGE},
-        expect={**FULL, P1: 0, P2: 0, P3: 0},
-        breaks={P1: 2, P3: 5},
-        messages={P1: "matrix multiplication(s) in float16", P2: "inf/NaN changed", P3: "one-line message"},
+        replace={A1: FLOAT32_INSIDE, A3: MULTILINE_MESSAGE, A5: LATE_JIT_ATTRIBUTE},
+        expect={**FULL, P1: 0, P2: 0, P3: 0, P5: 0},
+        breaks={P1: 2, P3: 5, P5: 5},
+        messages={P1: "matrix multiplication(s) in float16", P2: "inf/NaN changed", P3: "one-line message",
+                  P5: "is not compiled with XLA"},
         hostile="duck-typed",
     ),
     WrongAnswer(
@@ -406,26 +538,27 @@ CASES = [
     WrongAnswer(
         name="patches_gradient_check",
         replace={A2: PATCHES_GRADIENT_CHECK},
-        expect={**FULL, P2: 0, P3: 0, P4: 0},
+        expect={**FULL, P2: 0, P3: 0, P5: 0, P4: 0},
         messages={P2: "integrity"},
         hostile="patches-grader",
     ),
     WrongAnswer(
         name="steals_build_classifier_loose_validation",
-        replace={A1: steal_solution(ASSIGNMENT, A1), A3: LOOSE_VALIDATION},
+        replace={A1: steal_solution(ASSIGNMENT, A1), A3: LOOSE_VALIDATION, A5: LEAKS_GLOBAL_POLICY},
         expect=ZERO,
-        breaks={P3: 5},
-        messages={P3: "must raise ValueError"},
+        breaks={P3: 5, P5: 6},
+        messages={P3: "must raise ValueError", P5: "changed the global dtype policy from 'float32' to 'mixed_float16'"},
         hostile="reads-course-files",
     ),
     RightAnswer(
         name="right_functional_decorated_match",
-        replace={A1: FUNCTIONAL_FLOAT32_LOGITS, A2: DECORATED_SELF_CHECKED, A3: MATCH_CASE},
+        replace={A1: FUNCTIONAL_FLOAT32_LOGITS, A2: DECORATED_SELF_CHECKED, A3: MATCH_CASE,
+                 A5: EXPLICIT_SCALING_LATE_ATTRIBUTE},
         expect=FULL,
     ),
     RightAnswer(
         name="right_scoped_policy_wrapped_rules",
-        replace={A1: SCOPED_GLOBAL_POLICY, A2: WRAPPED_STEP, A3: THRESHOLD_LIST},
+        replace={A1: SCOPED_GLOBAL_POLICY, A2: WRAPPED_STEP, A3: THRESHOLD_LIST, A5: COMPILED_UNDER_POLICY},
         expect=FULL,
     ),
 ]
