@@ -37,7 +37,7 @@ except ImportError:  # run with a Python that has the checkout's TensorFlow but 
 # The generic recipe (toolchain, TensorFlow's flags, nvcc, the cache key) is
 # the package's, so the exercise builds the same way from a `pip install`.
 from autograder.checks.opbuild import (CUDA_ARCH_FLAGS, CUDA_HOME, RECIPE_VERSION, BuildError,  # noqa: F401
-                                       Toolchain, build_from_text, find_toolchain, tf_flags)
+                                       Toolchain, find_toolchain, tf_flags)
 
 _digest, _run, _nvcc_flags = opbuild.digest, opbuild.run_compiler, opbuild.nvcc_flags
 
@@ -64,6 +64,13 @@ def build_library(name: str, sources: list[Path], *, cuda_sources: list[Path] = 
     """:func:`autograder.checks.opbuild.build_library`, cached in BUILD_DIR (or FALLBACK_DIR)."""
     return opbuild.build_library(name, sources, cuda_sources=cuda_sources, headers=headers, defines=defines,
                                  out_dir=out_dir, toolchain=toolchain, dirs=[BUILD_DIR, FALLBACK_DIR])
+
+
+def build_from_text(name: str, source: str, *, cuda_source: str | None = None,
+                    out_dir: Path | None = None, toolchain: Toolchain | None = None) -> Path:
+    """:func:`autograder.checks.opbuild.build_from_text`, cached in BUILD_DIR (or FALLBACK_DIR)."""
+    return opbuild.build_from_text(name, source, cuda_source=cuda_source, out_dir=out_dir or writable_build_dir(),
+                                   toolchain=toolchain)
 
 
 def build_bias_gelu(*, gpu: bool = False, gpu_only: bool = False, toolchain: Toolchain | None = None) -> Path:
