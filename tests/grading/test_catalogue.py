@@ -107,3 +107,26 @@ def _answers_of_parts(nb) -> dict[str, list[str]]:
             result[gid] = pending or list(seen)
             pending = []
     return result
+
+
+def test_readme_states_the_catalogue_as_it_is():
+    """The counts README.md gives under "What a grade means" are the catalogue's own."""
+    from tests.conftest import ROOT
+
+    parts = clauses = wrong = breaks = right = hostile = 0
+    for name in assignments():
+        specs = specifications(name)
+        parts += len(specs)
+        clauses += sum(len(v) for v in specs.values())
+    for cases in catalogues().values():
+        for case in cases:
+            if isinstance(case, RightAnswer):
+                right += 1
+            else:
+                breaks += len(case.breaks)
+                hostile += bool(case.hostile)
+                wrong += not case.hostile
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    stated = (f"{parts} parts with {clauses} clauses; {wrong} wrong-answer cases ({breaks} clause breaks, "
+              f"counting the hostile cases'), {right} right-answer cases and {hostile} hostile cases")
+    assert stated in text, f"README.md should say: {stated}"
