@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from autograder.errors import UsageError
+
 ROOT = Path(__file__).resolve().parents[2]  # the course checkout
 INSTALL_CELL = "install"  # grade_id of the locked first code cell
 REPOSITORY_LINE = re.compile(r'^(?P<indent>[ \t]*)COURSE_URL, COURSE_BRANCH = .*$', re.M)
@@ -60,7 +62,7 @@ def fill_install_cell(notebook: Path, url: str, branch: str) -> bool:
         line = f"COURSE_URL, COURSE_BRANCH = {json.dumps(url)}, {json.dumps(branch)}"
         filled, count = REPOSITORY_LINE.subn(lambda m: m["indent"] + line + _comment(m[0]), source)
         if count != 1:
-            raise SystemExit(f"error: {notebook}: the {INSTALL_CELL!r} cell has no `COURSE_URL, COURSE_BRANCH = ...` line")
+            raise UsageError(f"{notebook}: the {INSTALL_CELL!r} cell has no `COURSE_URL, COURSE_BRANCH = ...` line")
         cell["source"] = filled.splitlines(keepends=True)
         notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         return True
@@ -77,7 +79,7 @@ def _staged_course(root: Path, assignments: list[str], stage: Path) -> None:
     shutil.copy2(root / "nbgrader_config.py", stage / "nbgrader_config.py")
     for name in assignments:
         if not (root / "solutions" / name).is_dir():
-            raise SystemExit(f"error: no solutions/{name}/ folder; assignments are: "
+            raise UsageError(f"no solutions/{name}/ folder; assignments are: "
                              + ", ".join(sorted(p.name for p in (root / 'solutions').iterdir() if p.is_dir())))
         target = stage / "solutions" / name
         shutil.copytree(root / "solutions" / name, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
