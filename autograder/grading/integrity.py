@@ -379,6 +379,14 @@ class Snapshot:
         return found
 
 
+def _record_methods(snap: Snapshot, cls: type, label: str) -> None:
+    """The methods, static and class methods and properties ``cls`` itself defines,
+    each by identity and code under ``<label>.<name>``."""
+    for meth, value in vars(cls).items():
+        if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
+            snap._record(cls, meth, f"{label}.{meth}")
+
+
 def _record_module(snap: Snapshot, module: types.ModuleType, name: str) -> None:
     """Every attribute of a grader module, private ones included: functions and
     classes by identity and code (a class's methods too), data by fingerprint."""
@@ -387,9 +395,7 @@ def _record_module(snap: Snapshot, module: types.ModuleType, name: str) -> None:
             continue
         snap._record(module, attr, f"{name}.{attr}")
         if isinstance(obj, type) and getattr(obj, "__module__", None) == name:
-            for meth, value in vars(obj).items():
-                if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
-                    snap._record(obj, meth, f"{name}.{attr}.{meth}")
+            _record_methods(snap, obj, f"{name}.{attr}")
         elif not callable(obj) and not isinstance(obj, types.ModuleType):
             snap.data[f"{name}.{attr}"] = (obj, fingerprint(obj))
 
@@ -426,9 +432,7 @@ def _record_tf_chain(snap: Snapshot, tf: Any, chain: str) -> None:
         if label not in snap.objects and not isinstance(obj, types.ModuleType):  # modules load lazily
             snap._record(owner, part, label)
         if isinstance(obj, type):
-            for meth, value in vars(obj).items():
-                if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
-                    snap._record(obj, meth, f"{label}.{meth}")
+            _record_methods(snap, obj, label)
         owner = obj
 
 
@@ -457,11 +461,7 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
         for attr, obj in _callables(module).items():
             if getattr(obj, "__module__", None) != name:
                 continue
-            snap.genuine.setdefault(attr, obj)
-            if isinstance(obj, type):
-                for meth, value in vars(obj).items():
-                    if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
-                        snap._record(obj, meth, f"{name}.{attr}.{meth}")
+            snap.genuine.setdefault(attr, obj)  # its class methods: recorded by _record_module
     snap.modules["autograder"] = sys.modules["autograder"]
     import numpy
 
@@ -489,9 +489,7 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
         from tensorflow.python.framework.ops import EagerTensor  # no tensor made: the runtime must not start yet
 
         for cls in (Function, tf.types.experimental.ConcreteFunction, tf.GradientTape):
-            for meth, value in vars(cls).items():
-                if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
-                    snap._record(cls, meth, f"{cls.__name__}.{meth}")
+            _record_methods(snap, cls, cls.__name__)
 
         for cls in (tf.Tensor, tf.Variable, EagerTensor):
             for meth in ("numpy", "__array__", "__float__", "__bool__", "__eq__", "device"):
@@ -510,9 +508,7 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
         snap.hooks["user_ns"] = getattr(shell, "user_ns", None)
         snap.hooks["user_global_ns"] = getattr(shell, "user_global_ns", None)
         for cls in _shell_classes(shell):
-            for meth, value in vars(cls).items():
-                if isinstance(value, (types.FunctionType, staticmethod, classmethod, property)):
-                    snap._record(cls, meth, f"{cls.__module__}.{cls.__qualname__}.{meth}")
+            _record_methods(snap, cls, f"{cls.__module__}.{cls.__qualname__}")
         snap.hooks["instance"] = {k for k, v in vars(shell).items() if callable(v)}
     return snap
 
