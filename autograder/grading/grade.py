@@ -133,13 +133,10 @@ def write_nbgrader_feedback(feedback_root: Path, sub: Submission, html: str) -> 
     for name in ("timestamp.txt", "submission_secret.txt"):
         original, copy = sub.folder / name, folder / name
         if original.is_file():
-            write_atomic(copy, original.read_bytes())
-            os.chmod(copy, stat.S_IMODE(original.stat().st_mode))
+            write_atomic(copy, original.read_bytes(), mode=stat.S_IMODE(original.stat().st_mode))
         elif copy.is_file():
             copy.unlink()
-    page = write_atomic(folder / f"{stem}.html", html)
-    os.chmod(page, 0o644)
-    return page
+    return write_atomic(folder / f"{stem}.html", html, mode=0o644)
 
 
 def nbgrader_feedback_dir(submissions: Path) -> Path | None:
