@@ -43,9 +43,7 @@ def check_notebook(path: str | Path, *, source: str | Path | None = None, parts:
     the notebook's sibling files are its data files.  ``parts``: only those parts."""
     path = Path(path)
     nbtools.load(path)  # a missing, non-notebook or folder path is a usage error, said in one line
-    data = [p for p in sorted(path.parent.iterdir()) if p.name != path.name and not p.name.startswith(".")
-            and p.suffix != ".ipynb" and p.name != "__pycache__"]
-    assignment = pipeline.load_assignment(Path(source) if source else path, data_files=data)
+    assignment = pipeline.load_assignment(Path(source) if source else path, data_files=pipeline.files_beside(path))
     only = pipeline.select_parts(assignment, parts)
     limits = replace(sandbox.Limits(), cell_timeout_s=cell_timeout_s)
     results = pipeline.grade_notebook(path, assignment, limits=limits, isolate=False, only_parts=only)

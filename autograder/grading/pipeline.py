@@ -51,14 +51,19 @@ def load_assignment(source: Path | str, *, data_files: list[Path] | None = None)
         raise UsageError(f"no source notebook {source}; the source folder must hold <assignment>/<assignment>.ipynb")
     source_nb = nbtools.load(source)
     if data_files is None:
-        data_files = [p for p in sorted(source.parent.iterdir())
-                      if p.name != source.name and p.suffix != ".ipynb" and not p.name.startswith(".")
-                      and p.name != "__pycache__"]
+        data_files = files_beside(source)
     hidden_parts = frozenset(
         nbtools.nbgrader_meta(cell)["grade_id"] for cell in source_nb.cells
         if nbtools.is_test_cell(cell) and HIDDEN_BEGIN in cell.source)
     return Assignment(source.stem, source, nbtools.graded_parts(source_nb), list(data_files),
                       sandbox.hidden_test_lines(source_nb), hidden_parts)
+
+
+def files_beside(notebook: Path) -> list[Path]:
+    """The data files in ``notebook``'s folder: everything but notebooks, hidden
+    entries and ``__pycache__``."""
+    return [p for p in sorted(notebook.parent.iterdir())
+            if p.suffix != ".ipynb" and not p.name.startswith(".") and p.name != "__pycache__"]
 
 
 def find_notebook(folder: Path, assignment: str) -> tuple[Path | None, str]:

@@ -94,7 +94,6 @@ class Prepared:
     parts: list[nbtools.GradedPart]
     cells: list[dict] = field(default_factory=list)
     tests: dict[str, str] = field(default_factory=dict)
-    hidden_lines: list[str] = field(default_factory=list)
     missing_answers: dict[str, str] = field(default_factory=dict)  # test gid -> answer gid
     include_tf: bool = False
     notebook: Any = None
@@ -137,7 +136,7 @@ def prepare(submission: Path, source: Path) -> Prepared:
     """Read the submission and the source notebook; never raises for a bad submission."""
     source_nb = nbtools.load(source)  # the instructor's: a bad one is a usage error
     parts = nbtools.graded_parts(source_nb)
-    prepared = Prepared(parts=parts, hidden_lines=hidden_test_lines(source_nb))
+    prepared = Prepared(parts=parts)
     try:
         size = submission.stat().st_size
     except OSError as exc:
@@ -472,6 +471,7 @@ def _job(workdir: Path, prepared: Prepared, limits: Limits, hidden_dirs: list, i
     home = os.path.realpath(os.path.expanduser("~"))
     if home not in ("/", "") and isolate:
         hidden.append(home)  # the grader's keys and credentials
+    allowed = allowed_paths()
     return {
         "workdir": str(workdir),
         "cells": prepared.cells,
@@ -479,8 +479,8 @@ def _job(workdir: Path, prepared: Prepared, limits: Limits, hidden_dirs: list, i
         "hidden_dirs": hidden,
         "include_tf": prepared.include_tf,
         "isolate": isolate,
-        "keep_paths": allowed_paths(),
-        "allow_paths": allowed_paths(),
+        "keep_paths": allowed,
+        "allow_paths": allowed,
         "cgroups": [str(p) for p in (cgroups.paths if cgroups else [])],
         "memory_cgroup": str(cgroups.memory) if cgroups and cgroups.memory else "",
         "pids_cgroup": str(cgroups.pids) if cgroups and cgroups.pids else "",

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading import sandbox
+from autograder.grading import pipeline, sandbox
 from tests.files.hostile.catalogue import TINY, TINY_SOURCE, answers
 
 DATA = [TINY.parent / "data.txt"]
@@ -26,8 +26,9 @@ def test_prepare_sends_no_test_source_in_the_cells(tmp_path):
     text = json.dumps(prepared.cells)
     assert "hidden-marker" not in text and "assert double" not in text
     assert "zebra-hidden-marker" in prepared.tests["test-double"]
-    assert any("zebra-hidden-marker" in line for line in prepared.hidden_lines)
-    assert all("assert double(2)" not in line for line in prepared.hidden_lines)  # visible tests are not hidden
+    hidden_lines = pipeline.load_assignment(TINY).hidden_lines  # what feedback redacts
+    assert any("zebra-hidden-marker" in line for line in hidden_lines)
+    assert all("assert double(2)" not in line for line in hidden_lines)  # visible tests are not hidden
     assert not prepared.include_tf
     written = nbformat.writes(prepared.notebook)
     assert "hidden-marker" not in written and "double works" not in written
