@@ -108,20 +108,28 @@ def _matmul_dtypes_of(nodes: Any) -> list[str]:
             if node.op in _MATMUL_OPS and "T" in node.attr]
 
 
+def _count_in(found: list[str], want: str) -> tuple[int, str]:
+    """How many of the matmul dtypes ``found`` are ``want``, and all of them for a message."""
+    return sum(1 for d in found if d == want), ", ".join(found) if found else "none"
+
+
+def _policy_hint_for(compute_dtype: str) -> str:
+    """How to get a policy that computes in ``compute_dtype`` (16-bit types: the mixed policy)."""
+    policy = f"mixed_{compute_dtype}" if compute_dtype in ("float16", "bfloat16") else compute_dtype
+    return _POLICY_HINT.format(want=policy) + "."
+
+
 def assert_compute_dtype(model: Any, x: Any, dtype: Any, *, at_least: int = 1, what: str | None = None) -> None:
     """Fail unless calling ``model(x)`` runs at least ``at_least`` matrix
     multiplications in ``dtype`` (judged from the traced graph of the call, so
     a layer that only claims a policy does not pass)."""
     want = _dtype_name(dtype)
-    label = _label(model, what)
-    found = matmul_dtypes(model, x)
-    count = sum(1 for d in found if d == want)
+    count, seen = _count_in(matmul_dtypes(model, x), want)
     if count < at_least:
-        seen = ", ".join(found) if found else "none"
         raise AssertionError(
-            f"{label} runs {count} matrix multiplication(s) in {want} when called, expected at least {at_least} "
-            f"(the matmuls it runs are in: {seen}). Its layers must compute under the policy, not only name it: "
-            + _POLICY_HINT.format(want=f"mixed_{want}" if want in ("float16", "bfloat16") else want) + "."
+            f"{_label(model, what)} runs {count} matrix multiplication(s) in {want} when called, expected at least "
+            f"{at_least} (the matmuls it runs are in: {seen}). Its layers must compute under the policy, not only "
+            "name it: " + _policy_hint_for(want)
         )
 
 
@@ -142,12 +150,10 @@ def assert_step_compute_dtype(calls: Any, dtype: Any, *, at_least: int = 1, what
     matrix multiplications in ``dtype``: forward and backward passes in the
     policy's compute dtype, judged from the graphs that executed."""
     want = _dtype_name(dtype)
-    found = step_matmul_dtypes(calls)
-    count = sum(1 for d in found if d == want)
+    count, seen = _count_in(step_matmul_dtypes(calls), want)
     if count < at_least:
-        seen = ", ".join(found) if found else "none"
         raise AssertionError(
             f"{what} ran {count} matrix multiplication(s) in {want}, expected at least {at_least} "
             f"(the matmuls it ran are in: {seen}). Build the model's layers under the policy so that "
-            "training computes in it: " + _POLICY_HINT.format(want=f"mixed_{want}" if want in ("float16", "bfloat16") else want) + "."
+            "training computes in it: " + _policy_hint_for(want)
         )
