@@ -24,7 +24,7 @@ from pathlib import Path
 from autograder.atomic import write_atomic
 from autograder.errors import UsageError
 from autograder.grading import pipeline
-from autograder.grading.results import Results, zero_results
+from autograder.grading.results import Results
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the installed autograder package
 # What Gradescope accepts for a test's "visibility".
@@ -140,11 +140,9 @@ def grade_gradescope(assignment: str, submission: Path, results_path: Path, sour
             "score": 0, "tests": [],
             "output": f"the autograder failed ({exc.__class__.__name__}: {exc}); please tell your instructor"}))
         raise
-    notebook, problem = pipeline.find_notebook(Path(submission), assignment)
-    if notebook is None:
-        results = zero_results(spec.parts, f"no notebook found: upload {assignment}.ipynb", status="missing")
-    else:
-        results = pipeline.grade_notebook(notebook, spec, hidden_dirs=[Path(source_root).resolve()])
+    notebook, _ = pipeline.find_notebook(Path(submission), assignment)
+    results = pipeline.grade_notebook(notebook, spec, hidden_dirs=[Path(source_root).resolve()],
+                                      problem=f"no notebook found: upload {assignment}.ipynb")
     for test in results.tests:
         if test.name in spec.hidden_parts:
             test.visibility = hidden_visibility
