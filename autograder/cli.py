@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in (_add_doctor, _add_check, _add_placement, _add_bench, _add_roofline, _add_grade,
-                _add_gradescope, _add_gradescope_run, _add_release, _add_serve, _add_trace):
+                _add_export, _add_gradescope, _add_gradescope_run, _add_release, _add_serve, _add_trace):
         add(sub)
     return parser
 
@@ -295,15 +295,21 @@ def _add_grade(sub) -> None:
                         help="seconds a whole notebook may run (default %(default)s)")
     parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
                         help="memory per submission in MB (default %(default)s)")
+    parser.add_argument("--export", action="append", metavar="FORMAT",
+                        help="also write this LMS gradebook beside grades.csv: canvas, moodle (repeatable or "
+                        "comma-separated; nbgrader's grades.csv is always written)")
+    _add_export_options(parser)
     parser.set_defaults(func=_grade)
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from autograder.grading.exporters import DEFAULT_FORMAT, EXPORTERS
     from autograder.grading.grade import grade, nbgrader_feedback_dir
     from autograder.grading.sandbox import Limits
 
     if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    formats, roster, assignment_ids = _export_settings(args, args.export)  # bad input fails before grading
     limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
                     memory_mb=args.memory_mb)
     feedback_dir = nbgrader_feedback_dir(Path(args.submissions))
@@ -319,12 +325,86 @@ def _grade(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
         rows = grade(args.submissions, args.out, workers=args.workers, assignment=args.assignment,
-                     source=args.source, force=args.force, limits=limits, nbgrader_feedback=feedback_dir)
+                     source=args.source, force=args.force, limits=limits, nbgrader_feedback=feedback_dir,
+                     exports=formats, roster=roster, assignment_ids=assignment_ids)
     finally:
         signal.signal(signal.SIGTERM, previous)
     total = sum(r.results.score for r in rows)
-    print(f"graded {len(rows)} submission(s); wrote {Path(args.out) / 'grades.csv'} "
+    names = [EXPORTERS[f].filename for f in dict.fromkeys([DEFAULT_FORMAT, *formats])]
+    print(f"graded {len(rows)} submission(s); wrote {', '.join(str(Path(args.out) / n) for n in names)} "
           f"(mean score {total / len(rows):.2f})" + (f"; nbgrader feedback in {feedback_dir}" if feedback_dir else ""))
+    _warn_not_in_roster(roster.missing(sorted({r.student for r in rows})))
+    return 0
+
+
+# --- export ---------------------------------------------------------------------------
+
+EXPORT_EPILOG = """examples:
+  python -m autograder export graded/ --format canvas --roster roster.csv
+  python -m autograder export graded/ --format canvas,moodle --assignment-id 01_op_logs=4757
+  python -m autograder export graded/ --format nbgrader --submissions submitted/
+
+formats: nbgrader (grades.csv: nbgrader export's columns, one row per student and assignment),
+canvas (grades_canvas.csv: Canvas's Grades > Import CSV), moodle (grades_moodle.csv: Moodle's
+Import > CSV file; map Username to username, ID number to useridnumber or Email address to
+useremail). The roster CSV has nbgrader's student-import columns (id, first_name, last_name,
+email, lms_user_id) and optionally sis_user_id, sis_login_id, section; only id is required.
+"""
+
+
+def _add_export_options(parser: argparse.ArgumentParser) -> None:
+    """The options every command that writes a gradebook takes (grade, export)."""
+    parser.add_argument("--roster", metavar="CSV",
+                        help="map nbgrader student ids to LMS users: columns id (required), first_name, last_name, "
+                        "email, lms_user_id, sis_user_id, sis_login_id, section")
+    parser.add_argument("--assignment-id", action="append", metavar="NAME=ID",
+                        help="the LMS's id of an assignment (Canvas: the number in its URL); repeatable")
+
+
+def _export_settings(args: argparse.Namespace, formats: list[str] | None):
+    """The formats, roster and assignment ids asked for, checked (a usage error on bad input)."""
+    from autograder.grading.exporters import parse_assignment_ids, parse_formats, read_roster
+
+    return parse_formats(formats), read_roster(args.roster), parse_assignment_ids(args.assignment_id)
+
+
+def _warn_not_in_roster(missing: list[str]) -> None:
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        print(f"warning: {len(missing)} student(s) not in the roster ({shown}); their rows use the nbgrader "
+              "student id", file=sys.stderr)
+
+
+def _add_export(sub) -> None:
+    parser = sub.add_parser(
+        "export", help="write a graded folder's grades as an nbgrader, Canvas or Moodle gradebook CSV",
+        description="Read OUT/<student>/<assignment>/results.json (a `grade --out OUT` folder) and write one "
+        "gradebook file per format, atomically.",
+        epilog=EXPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("graded", metavar="OUT", help="the --out folder of a `grade` run")
+    parser.add_argument("--format", action="append", metavar="FORMAT",
+                        help="nbgrader (default), canvas or moodle; repeatable or comma-separated")
+    parser.add_argument("--out", metavar="FILE", help="file to write (one format only; default: OUT/<format's file>)")
+    parser.add_argument("--submissions", metavar="DIR",
+                        help="nbgrader's submitted/ folder, for the nbgrader format's timestamp column")
+    _add_export_options(parser)
+    parser.set_defaults(func=_export)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from autograder.grading.exporters import DEFAULT_FORMAT, write_export
+
+    formats, roster, assignment_ids = _export_settings(args, args.format or [DEFAULT_FORMAT])
+    if args.out and len(formats) > 1:
+        raise UsageError(f"--out names one file but {len(formats)} formats were asked for; drop --out "
+                         "(each format has its own file name) or export one format at a time")
+    missing: list[str] = []
+    for fmt in formats:
+        written = write_export(args.graded, fmt, roster=roster, assignment_ids=assignment_ids,
+                               submissions=args.submissions, path=args.out)
+        print(f"wrote {written.path} ({fmt}, {written.rows} graded submission(s))")
+        missing = written.not_in_roster
+    _warn_not_in_roster(missing)
     return 0
 
 

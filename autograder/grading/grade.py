@@ -5,7 +5,8 @@
 :func:`autograder.grading.sandbox.run_submission` in its own sandboxed process tree,
 ``--workers`` at a time, and gets ``DIR/<student>/<assignment>/results.json``
 (Gradescope's shape) and ``feedback.html``; ``DIR/grades.csv`` covers every
-graded submission (:mod:`autograder.grading.export`).
+graded submission, and ``exports`` adds LMS gradebooks beside it
+(:mod:`autograder.grading.exporters`).
 
 Every file is written atomically, results before feedback, and a submission
 counts as graded once its ``results.json`` exists: after Ctrl-C, a kill or a
@@ -25,9 +26,10 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.grading import export, feedback, pipeline, sandbox
+from autograder.grading import exporters, feedback, pipeline, sandbox
 from autograder.errors import UsageError
 from autograder.atomic import write_atomic
+from autograder.grading.exporters.base import Graded, Roster, Row, read_timestamp
 from autograder.grading.results import Results
 
 
@@ -153,10 +155,13 @@ def nbgrader_feedback_dir(submissions: Path) -> Path | None:
 def grade(submissions: Path | str, out: Path | str, *, workers: int | None = None, assignment: str | None = None,
           source: Path | str | None = None, force: bool = False, limits: sandbox.Limits = sandbox.Limits(),
           isolate: bool = True, progress_stream=sys.stderr,
-          nbgrader_feedback: Path | str | None = None) -> list[export.Row]:
+          nbgrader_feedback: Path | str | None = None, exports: list[str] | None = None,
+          roster: Roster | None = None, assignment_ids: dict[str, str] | None = None) -> list[Row]:
     """Grade every submission under ``submissions`` into ``out``; return the CSV rows.
     ``nbgrader_feedback``: also write each feedback page into that nbgrader
-    ``feedback/`` folder (see :func:`write_nbgrader_feedback`)."""
+    ``feedback/`` folder (see :func:`write_nbgrader_feedback`).  ``exports``: gradebook
+    formats written beside ``grades.csv`` (``canvas``, ``moodle``), with ``roster`` and
+    ``assignment_ids`` (see :mod:`autograder.grading.exporters`)."""
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
     source_root = Path(source or "solutions").resolve()
     if not submissions.is_dir():
@@ -201,21 +206,26 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
         pool.shutdown(wait=False, cancel_futures=True)
         sandbox.stop_all()
         pool.shutdown(wait=True)
-        _write_csv(out, subs, assignments)
+        _write_exports(out, subs, assignments, exports, roster, assignment_ids)
         raise
     pool.shutdown(wait=True)
-    return _write_csv(out, subs, assignments)
+    return _write_exports(out, subs, assignments, exports, roster, assignment_ids)
 
 
-def _write_csv(out: Path, subs: list[Submission], assignments: dict[str, pipeline.Assignment]) -> list[export.Row]:
-    """grades.csv from the results on disk (the record that survives an interruption)."""
+def _write_exports(out: Path, subs: list[Submission], assignments: dict[str, pipeline.Assignment],
+                   exports: list[str] | None, roster: Roster | None,
+                   assignment_ids: dict[str, str] | None) -> list[Row]:
+    """grades.csv and the ``exports`` from the results on disk (the record that survives an interruption)."""
     rows = []
     for sub in subs:
         results = read_results(_paths(out, sub)[0])
         if results is not None:
-            rows.append(export.Row(sub.student, sub.assignment, results, export.read_timestamp(sub.folder)))
+            rows.append(Row(sub.student, sub.assignment, results, read_timestamp(sub.folder)))
     columns: list[str] = []
     for name in sorted(assignments):
         columns += [p for p in assignments[name].part_names if p not in columns]
-    export.write_grades_csv(out / "grades.csv", rows, columns)
-    return sorted(rows, key=lambda r: (r.assignment, r.student))
+    graded = Graded(rows, columns)
+    for fmt in [exporters.DEFAULT_FORMAT, *(f for f in exports or [] if f != exporters.DEFAULT_FORMAT)]:
+        exporters.write(graded, fmt, out / exporters.EXPORTERS[fmt].filename, roster=roster,
+                        assignment_ids=assignment_ids)
+    return graded.rows
