@@ -44,6 +44,20 @@ def test_doctor_with_injected_gpu_profile():
     assert all(item["runs"] for item in report["checks"])
 
 
+@pytest.mark.parametrize("setting", ["0", "1"])
+def test_doctor_says_whether_onednn_is_on_and_why(setting):
+    """Both settings, in fresh processes, whatever this CPU's default."""
+    proc = run_cli("doctor", env={"TF_ENABLE_ONEDNN_OPTS": setting})
+    assert proc.returncode == 0, proc.stderr
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("oneDNN: "))
+    assert line.startswith(f"oneDNN: {'on' if setting == '1' else 'off'} (TF_ENABLE_ONEDNN_OPTS={setting}; default ")
+    report = json.loads(run_cli("doctor", "--json", env={"TF_ENABLE_ONEDNN_OPTS": setting}).stdout)
+    assert report["onednn"]["enabled"] is (setting == "1") and report["onednn"]["measured"] is True
+    assert report["cpu_vendor"] and report["cpu"]
+    assert set(report["onednn"]["features"]) <= {"avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile",
+                                                 "amx_int8", "amx_bf16"}
+
+
 def test_unknown_profile_is_a_one_line_usage_error():
     proc = run_cli("--profile", "tpu", "doctor")
     assert proc.returncode == 2

@@ -6,11 +6,20 @@ device) or ``gpu-ccN`` keyed by the GPU's major compute capability
 ``gpu-cc10`` Blackwell).  Detection is automatic; ``AUTOGRADER_PROFILE`` (set
 by ``--profile`` on the command line) overrides it, which is also how tests
 inject a GPU profile on a CPU-only machine.
+
+A profile also records whether oneDNN is on in this process: on a CPU it
+changes the kernels that run (``_MklMatMul`` or ``MatMul``/``_FusedMatMul``)
+and the CPU allocator (``mklcpu``, which keeps statistics, or ``cpu``, which
+keeps none).  TensorFlow 2.21 turns it on by default on Linux only when the CPU
+has one of :data:`ONEDNN_DEFAULT_FEATURES` (``DefaultOneDnnPolicy`` and
+``IsMklEnabled`` in ``tensorflow/core/util/port.cc``); ``TF_ENABLE_ONEDNN_OPTS``
+set to 0/false or 1/true before TensorFlow starts overrides that default.
 """
 from __future__ import annotations
 
 import os
 import platform
+import sys
 from dataclasses import dataclass, field
 
 PROFILE_ENV = "AUTOGRADER_PROFILE"
@@ -25,6 +34,7 @@ class Profile:
     gpu_name: str | None = None
     compute_capability: tuple[int, int] | None = None
     injected: bool = False
+    onednn: bool | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -41,6 +51,7 @@ class Profile:
             "gpu_name": self.gpu_name,
             "compute_capability": list(self.compute_capability) if self.compute_capability else None,
             "injected": self.injected,
+            "onednn": self.onednn,
         }
 
 
@@ -73,11 +84,13 @@ def current_profile() -> Profile:
             raise ProfileError(
                 f"unknown hardware profile {forced!r}; use one of {', '.join(KNOWN_PROFILES)}"
             )
-        return Profile(name=forced, injected=True)
+        return Profile(name=forced, injected=True, onednn=onednn_status().enabled)
     name, cc = _detect_gpu()
+    onednn = onednn_status().enabled
     if cc is None:
-        return Profile(name="cpu", gpu_name=name)
-    return Profile(name=profile_for_capability(cc[0]), gpu_name=name, compute_capability=tuple(cc))
+        return Profile(name="cpu", gpu_name=name, onednn=onednn)
+    return Profile(name=profile_for_capability(cc[0]), gpu_name=name, compute_capability=tuple(cc),
+                   onednn=onednn)
 
 
 def quiet_current_profile() -> Profile:
@@ -86,8 +99,6 @@ def quiet_current_profile() -> Profile:
     For command-line tools whose own output a person reads; it only quietens
     TensorFlow if this process has not imported it yet.
     """
-    import sys
-
     if "tensorflow" not in sys.modules:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         stderr_fd = os.dup(2)
@@ -132,11 +143,103 @@ def setup_exercise_devices(logical_cpus: int = 2) -> str:
 
 def cpu_model() -> str:
     """The CPU's model name (from /proc/cpuinfo where there is one)."""
+    return cpu_info().model
+
+
+ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
+# The /proc/cpuinfo flags for which TensorFlow 2.21 turns oneDNN on by default on
+# Linux x86-64 (DefaultOneDnnPolicy, tensorflow/core/util/port.cc).
+ONEDNN_DEFAULT_FEATURES = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16")
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """The first CPU of /proc/cpuinfo: vendor, model name and feature flags."""
+
+    vendor: str
+    model: str
+    flags: frozenset[str]
+
+
+def cpu_info(path: str = "/proc/cpuinfo") -> CpuInfo:
+    """Vendor, model and flags of the first CPU in ``path`` (the platform's
+    processor name and no flags where there is no such file)."""
+    fields: dict[str, str] = {}
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break  # the first processor's block is enough: all cores share a model
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return CpuInfo(vendor=fields.get("vendor_id") or platform.machine() or "unknown",
+                   model=fields.get("model name") or platform.processor() or "unknown",
+                   flags=frozenset(fields.get("flags", "").split()))
+
+
+def onednn_env_setting(environ: dict[str, str] | None = None) -> bool | None:
+    """What ``TF_ENABLE_ONEDNN_OPTS`` forces, as TensorFlow reads it: True for
+    1/true, False for 0/false (any case), None when unset or anything else
+    (TensorFlow then warns and keeps its default)."""
+    value = (os.environ if environ is None else environ).get(ONEDNN_ENV)
+    if value is None:
+        return None
+    return {"1": True, "true": True, "0": False, "false": False}.get(value.lower())
+
+
+@dataclass(frozen=True)
+class OneDnn:
+    """Whether oneDNN is on, and why."""
+
+    enabled: bool
+    default: bool            # what TensorFlow would choose from the CPU alone
+    forced: bool | None      # what TF_ENABLE_ONEDNN_OPTS forces; None: not set (or not 0/1/true/false)
+    features: tuple[str, ...]  # the CPU's flags among ONEDNN_DEFAULT_FEATURES
+    measured: bool           # asked of TensorFlow in this process, not predicted
+
+    @property
+    def decided_by(self) -> str:
+        value = os.environ.get(ONEDNN_ENV)
+        if self.forced is not None:
+            return f"{ONEDNN_ENV}={value}"
+        if value is not None:  # TensorFlow warns and keeps its default
+            return f"default for this CPU; {ONEDNN_ENV}={value!r} is not 0, 1, true or false and is ignored"
+        return "default for this CPU"
+
+    def describe(self) -> str:
+        """One line: on/off, what decided it, and the CPU features behind the default."""
+        feats = ", ".join(self.features) if self.features else "none of " + ", ".join(ONEDNN_DEFAULT_FEATURES)
+        default = f"default {'on' if self.default else 'off'}: CPU has {feats}"
+        return f"{'on' if self.enabled else 'off'} ({self.decided_by}; {default})"
+
+    def to_dict(self) -> dict:
+        return {"enabled": self.enabled, "default": self.default, "forced": self.forced,
+                "decided_by": self.decided_by, "features": list(self.features), "measured": self.measured}
+
+
+def onednn_default(info: CpuInfo | None = None) -> bool:
+    """TensorFlow 2.21's default on this CPU: on (Linux) when it has one of
+    :data:`ONEDNN_DEFAULT_FEATURES`."""
+    info = info or cpu_info()
+    return sys.platform.startswith("linux") and any(f in info.flags for f in ONEDNN_DEFAULT_FEATURES)
+
+
+def onednn_status() -> OneDnn:
+    """oneDNN in this process.  Once TensorFlow is imported the answer is
+    TensorFlow's own (``IsMklEnabled``, fixed at its first call); before, it is
+    predicted from the CPU's flags and the environment the same way, so asking
+    never imports TensorFlow."""
+    info = cpu_info()
+    default = onednn_default(info)
+    forced = onednn_env_setting()
+    features = tuple(f for f in ONEDNN_DEFAULT_FEATURES if f in info.flags)
+    if "tensorflow" in sys.modules:
+        try:
+            from tensorflow.python.util import _pywrap_util_port
+        except ImportError:  # a build without the port helpers: fall back to the prediction
+            pass
+        else:
+            return OneDnn(bool(_pywrap_util_port.IsMklEnabled()), default, forced, features, measured=True)
+    return OneDnn(default if forced is None else forced, default, forced, features, measured=False)

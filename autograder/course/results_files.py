@@ -48,12 +48,25 @@ class ResultsFile:
         return bool(self.machine.get("gpu"))
 
 
+def onednn_label(machine: dict[str, Any]) -> str:
+    """"oneDNN on"/"oneDNN off" and what decided it, as the file recorded it
+    ("oneDNN not recorded" for files written before ``bench`` recorded it)."""
+    onednn = machine.get("onednn")
+    if not isinstance(onednn, dict) or "enabled" not in onednn:
+        return "oneDNN not recorded"
+    how = "forced" if onednn.get("forced") is not None else "default"
+    return f"oneDNN {'on' if onednn['enabled'] else 'off'} ({how})"
+
+
 def hardware_label(machine: dict[str, Any]) -> str:
-    """The GPU's name, or the CPU's model and core count when there was no GPU."""
+    """The GPU's name, or the CPU's model, core count and oneDNN setting when
+    there was no GPU (on a CPU, oneDNN on or off runs different kernels: a
+    different machine as far as the numbers go)."""
     if machine.get("gpu"):
         cc = machine.get("compute_capability")
         return f"{machine['gpu']}" + (f" (compute capability {cc})" if cc else "")
-    return f"{machine['cpu']} ({machine['cpu_cores']} cores, no GPU)"
+    onednn = onednn_label(machine).split(" (")[0]
+    return f"{machine['cpu']} ({machine['cpu_cores']} cores, no GPU, {onednn})"
 
 
 def _positive(value: Any) -> bool:
@@ -79,6 +92,9 @@ def validate(data: Any, name: str = "results file") -> None:
                                "record results without --profile")
     if bool(machine["gpu"]) != (machine["profile"] != "cpu"):
         raise ResultsFileError(f"{name}: profile {machine['profile']!r} does not match gpu {machine['gpu']!r}")
+    onednn = machine.get("onednn")  # optional: files before it was recorded lack it
+    if onednn is not None and not (isinstance(onednn, dict) and isinstance(onednn.get("enabled"), bool)):
+        raise ResultsFileError(f"{name}: machine.onednn must be an object with a boolean 'enabled'")
     if not _positive(data.get("budget_s")):
         raise ResultsFileError(f"{name}: budget_s must be a positive number")
     if not isinstance(pairs, dict) or not pairs:

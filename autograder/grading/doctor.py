@@ -37,19 +37,26 @@ def isolation_available() -> str:
 
 def machine_report() -> dict:
     """Facts about this machine and TensorFlow, as a dict."""
-    from autograder.checks.hardware import cpu_model, quiet_current_profile
+    from autograder.checks.hardware import cpu_info, onednn_status, quiet_current_profile
 
     profile = quiet_current_profile()
 
     import tensorflow as tf
+
+    info = cpu_info()
+    onednn = onednn_status()  # TensorFlow is imported now: its own answer, not a prediction
 
     build = tf.sysconfig.get_build_info()
     return {
         "tensorflow": tf.__version__,
         "keras": tf.keras.__version__ if hasattr(tf.keras, "__version__") else None,
         "python": platform.python_version(),
-        "cpu": cpu_model(),
+        "cpu": info.model,
+        "cpu_vendor": info.vendor,
         "cpu_cores": os.cpu_count(),
+        # On a CPU, oneDNN decides the kernels (_MklMatMul or MatMul) and the allocator (mklcpu or cpu).
+        "onednn": onednn.to_dict(),
+        "onednn_summary": onednn.describe(),
         "physical_devices": [f"{d.device_type}:{d.name.rsplit(':', 1)[-1]}" for d in tf.config.list_physical_devices()],
         "gpu": profile.gpu_name,
         "compute_capability": ".".join(map(str, profile.compute_capability)) if profile.compute_capability else None,
@@ -71,7 +78,8 @@ def machine_report() -> dict:
 def format_report(report: dict) -> str:
     lines = [
         f"TensorFlow {report['tensorflow']} (Keras {report['keras']}), Python {report['python']}",
-        f"CPU: {report['cpu']} ({report['cpu_cores']} cores)",
+        f"CPU: {report['cpu']} ({report['cpu_vendor']}, {report['cpu_cores']} cores)",
+        f"oneDNN: {report['onednn_summary']}",
         f"Devices: {', '.join(report['physical_devices'])}",
         "GPU: " + (f"{report['gpu']} (compute capability {report['compute_capability']})" if report["gpu"]
                    else "none found" + (" (TensorFlow built with CUDA " + str(report["cuda_version"]) + ")" if report["built_with_cuda"] else "")),

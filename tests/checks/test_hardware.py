@@ -45,3 +45,113 @@ def test_detected_profile_on_this_machine_matches_tensorflow(monkeypatch):
 def test_cpu_model_reads_a_name():
     model = hardware.cpu_model()
     assert isinstance(model, str) and model.strip()
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: {vendor}
+model name\t: {model}
+flags\t\t: fpu sse2 avx avx2 fma {extra}
+
+processor\t: 1
+vendor_id\t: SomethingElse
+model name\t: not the first
+flags\t\t: avx512_vnni
+"""
+
+
+def _cpuinfo(tmp_path, vendor="AuthenticAMD", model="AMD EPYC 7R13 Processor", extra=""):
+    path = tmp_path / "cpuinfo"
+    path.write_text(CPUINFO.format(vendor=vendor, model=model, extra=extra))
+    return hardware.cpu_info(str(path))
+
+
+def test_cpu_info_reads_the_first_processor(tmp_path):
+    info = _cpuinfo(tmp_path, extra="avx512f")
+    assert (info.vendor, info.model) == ("AuthenticAMD", "AMD EPYC 7R13 Processor")
+    assert "avx2" in info.flags and "avx512f" in info.flags
+    assert "avx512_vnni" not in info.flags, "flags of the second processor leaked into the first"
+
+
+def test_cpu_info_without_proc_cpuinfo_still_names_something(tmp_path):
+    info = hardware.cpu_info(str(tmp_path / "absent"))
+    assert info.model.strip() and info.vendor.strip() and info.flags == frozenset()
+
+
+@pytest.mark.parametrize("extra,default", [
+    ("", False),                      # AVX2 only: AMD before Zen 4, many Intel CPUs
+    ("avx512f avx512bw", False),      # AVX-512 without VNNI (Skylake-SP) is not enough
+    ("avx512_vnni", True),            # Cascade Lake and later
+    ("avx512_bf16", True),
+    ("avx_vnni", True),               # Alder Lake and later client CPUs
+    ("amx_tile amx_int8 amx_bf16", True),
+])
+def test_onednn_default_follows_tensorflows_feature_list(tmp_path, monkeypatch, extra, default):
+    monkeypatch.setattr(hardware.sys, "platform", "linux")
+    assert hardware.onednn_default(_cpuinfo(tmp_path, extra=extra)) is default
+
+
+def test_onednn_is_off_by_default_off_linux(tmp_path, monkeypatch):
+    monkeypatch.setattr(hardware.sys, "platform", "win32")
+    assert hardware.onednn_default(_cpuinfo(tmp_path, extra="avx512_vnni")) is False
+
+
+@pytest.mark.parametrize("value,forced", [
+    ("0", False), ("false", False), ("FALSE", False), ("1", True), ("true", True), ("True", True),
+    ("", None), ("yes", None), (None, None),
+])
+def test_the_environment_variable_is_read_as_tensorflow_reads_it(value, forced):
+    env = {} if value is None else {hardware.ONEDNN_ENV: value}
+    assert hardware.onednn_env_setting(env) is forced
+
+
+def test_an_ignored_value_is_named_in_the_description(monkeypatch):
+    monkeypatch.setenv(hardware.ONEDNN_ENV, "yes")
+    status = hardware.onednn_status()
+    assert status.forced is None and status.enabled is status.default
+    assert "'yes' is not 0, 1, true or false" in status.describe()
+
+
+ONEDNN_PROBE = """
+import json, sys
+from autograder.checks import hardware
+before = hardware.onednn_status()          # predicted: TensorFlow not imported yet
+assert "tensorflow" not in sys.modules
+import tensorflow as tf
+tf.debugging.set_log_device_placement(True)
+tf.matmul(tf.ones([8, 8]), tf.ones([8, 8]))
+after = hardware.onednn_status()           # TensorFlow's own answer
+print(json.dumps({"before": before.to_dict(), "after": after.to_dict(), "summary": after.describe(),
+                  "profile": hardware.current_profile().to_dict()}))
+"""
+
+
+@pytest.mark.parametrize("setting", ["0", "1"])
+def test_onednn_status_matches_the_kernel_a_fresh_process_runs(setting):
+    """Both settings on any machine: the prediction before import, TensorFlow's
+    answer after it and the kernel the placement log shows must all agree."""
+    env = {k: v for k, v in __import__("os").environ.items() if k != hardware.PROFILE_ENV}
+    env.update(TF_CPP_MIN_LOG_LEVEL="0", **{hardware.ONEDNN_ENV: setting})
+    out = subprocess.run([sys.executable, "-c", ONEDNN_PROBE], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = __import__("json").loads(out.stdout.strip().splitlines()[-1])
+    on = setting == "1"
+    assert report["before"]["measured"] is False and report["after"]["measured"] is True
+    assert report["before"]["enabled"] is on and report["after"]["enabled"] is on
+    assert report["after"]["forced"] is on and report["after"]["decided_by"] == f"TF_ENABLE_ONEDNN_OPTS={setting}"
+    assert report["profile"]["onednn"] is on
+    assert report["summary"].startswith("on (" if on else "off (")
+    kernels = {line.split("Executing op ")[1].split()[0] for line in out.stderr.splitlines()
+               if "Executing op" in line and "MatMul" in line}
+    assert kernels == ({"_MklMatMul"} if on else {"MatMul"}), kernels
+
+
+def test_the_default_matches_tensorflows_own_answer_here():
+    """Unset: the prediction from /proc/cpuinfo is what TensorFlow chose on this CPU."""
+    code = ("from autograder.checks import hardware\nimport tensorflow\n"
+            "s = hardware.onednn_status()\nprint(s.enabled, s.default, s.forced)")
+    env = {k: v for k, v in __import__("os").environ.items() if k != hardware.ONEDNN_ENV}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    enabled, default, forced = out.stdout.split()[-3:]
+    assert forced == "None" and enabled == default, out.stdout

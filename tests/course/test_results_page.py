@@ -12,7 +12,7 @@ import pytest
 
 from autograder.course.results_files import RESULTS_DIR
 from autograder.course.results_files import (ResultsFileError, by_hardware, hardware_label, load_all, markdown_table,
-                                      pair_rows, validate)
+                                      onednn_label, pair_rows, validate)
 from tests.conftest import ROOT
 
 PAGE = ROOT / "book" / "hardware.md"
@@ -69,6 +69,20 @@ def test_validate_names_what_is_wrong(sample, mutate, message):
     with pytest.raises(ResultsFileError, match=message) as info:
         validate(sample, "x.json")
     assert str(info.value).startswith("x.json")
+
+
+def test_a_cpu_file_is_labelled_with_its_onednn_setting(sample):
+    sample["machine"].pop("onednn", None)
+    assert onednn_label(sample["machine"]) == "oneDNN not recorded"
+    assert hardware_label(sample["machine"]).endswith("no GPU, oneDNN not recorded)")
+    for enabled, forced, label in ((True, None, "oneDNN on (default)"), (False, False, "oneDNN off (forced)")):
+        sample["machine"]["onednn"] = {"enabled": enabled, "forced": forced}
+        validate(sample, "x.json")
+        assert onednn_label(sample["machine"]) == label
+        assert hardware_label(sample["machine"]).endswith(f"no GPU, {label.split(' (')[0]})")
+    sample["machine"]["onednn"] = {"enabled": "yes"}
+    with pytest.raises(ResultsFileError, match="machine.onednn must be an object"):
+        validate(sample, "x.json")
 
 
 def test_a_half_written_file_stops_the_page_with_its_name(tmp_path, sample):
