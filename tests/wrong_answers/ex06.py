@@ -261,6 +261,22 @@ standardize_fixed = tf.function(standardize.python_function,
                                 input_signature=[tf.TensorSpec([None, None], tf.float32), tf.TensorSpec([], tf.float32)])
 '''
 
+# Right: eps kept in a module-level variable named ``_eps`` that a graph without an eps
+# argument reads (a hidden test that bound ``_eps`` itself used to break it: issue 21).
+STANDARDIZE_MODULE_EPS = '''
+_eps = tf.Variable(1e-3, trainable=False)
+
+
+@tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
+def _standardize_current_eps(x):
+    return (x - tf.reduce_mean(x, axis=0)) / (tf.math.reduce_std(x, axis=0) + _eps)
+
+
+def standardize_fixed(x, eps):
+    _eps.assign(eps)
+    return _standardize_current_eps(x)
+'''
+
 # --- hostile ------------------------------------------------------------------------------------
 
 # Rebinds a locked name: the schedule the trace count is judged on.
@@ -320,6 +336,11 @@ CASES = [
         name="wrapped_while_loops_python_function",
         replace={"answer-rnn-graph": RNN_WRAPPED_WHILE_LOOP, "answer-collatz": COLLATZ_WHILE_LOOP,
                  "answer-standardize": STANDARDIZE_FROM_PYTHON_FUNCTION},
+        expect=FULL,
+    ),
+    RightAnswer(
+        name="right_module_level_eps",
+        replace={"answer-standardize": STANDARDIZE_MODULE_EPS},
         expect=FULL,
     ),
     WrongAnswer(
