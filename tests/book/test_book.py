@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -24,13 +21,7 @@ def toc_files() -> list[str]:
     return files
 
 
-@pytest.fixture(scope="module")
-def built_book():
-    jb = Path(sys.executable).parent / "jupyter-book"
-    proc = subprocess.run([str(jb), "build", ".", "--builder", "html", "-W", "-n", "--keep-going"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=3600)
-    assert proc.returncode == 0, f"book build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}"
-    return ROOT / "_build" / "html"
+# `built_book` (the book, built once per session) is in tests/book/conftest.py.
 
 
 def test_every_toc_page_is_built(built_book):

@@ -6,7 +6,7 @@ must be that repository's, or a documentation host on :data:`DOC_HOSTS`;
 Colab and Binder links are allowed only when a repository is configured and
 only for it; no link names a placeholder repository (``example/``).  When no
 repository is configured no page has a repository or launch button.
-The HTML check reuses ``test_book``'s ``built_book`` fixture; the button
+The HTML check uses the session's ``built_book`` fixture (tests/book/conftest.py); the button
 logic (``book/_ext/repository_buttons.py``) is also checked without a build.
 """
 from __future__ import annotations
@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from autograder.course.release import repository
-from tests.book.test_book import built_book  # noqa: F401  (the fixture: one build for the module)
 from tests.conftest import ROOT
 
 # Documentation hosts a page may link to (a host or any of its subdomains; "host/path" for one
