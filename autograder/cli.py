@@ -3,7 +3,7 @@
 The one command-line module: every command's arguments and its few lines of
 glue live here; the work is done by library functions in ``checks/``,
 ``grading/`` and ``course/``, which never import this module.  Exit codes:
-0 success (for ``check``: full marks), 1 a check or part fell short, 2 a usage
+0 success (for ``check``: every test that ran passed), 1 a check or part fell short, 2 a usage
 error (one line on stderr, never a traceback), 130 interrupted.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from autograder.errors import UsageError
 EXAMPLES = """examples:
   python -m autograder doctor                      what this machine can check
   python -m autograder check exercises/04_xla/04_xla.ipynb
-                                                   grade your notebook; exit 0 only with full marks
+                                                   run your notebook's visible tests; exit 0 when all pass
   python -m autograder check NOTEBOOK --part test-xla-step
                                                    re-check one part
   python -m autograder grade submitted/ --out graded/   grade a class (nbgrader layout)
@@ -34,9 +34,16 @@ CHECK_EXAMPLES = """examples:
   python -m autograder check exercises/03_mixed_precision/03_mixed_precision.ipynb
   python -m autograder check my.ipynb --part test-train-step --part test-choose-policy
   python -m autograder check my.ipynb --json > results.json
-  python -m autograder check my.ipynb && echo "all parts pass"
+  python -m autograder check my.ipynb && echo "every visible test passes"
+  python -m autograder check my.ipynb --source solutions/03_mixed_precision/03_mixed_precision.ipynb
 
-exit status: 0 every part scored full marks, 1 a part fell short, 2 usage error
+what runs: a released notebook (exercises/) holds the visible tests only; nbgrader removed the
+hidden ones, which run when your instructor grades. The report's first and last lines say which
+tests ran ("visible tests: 8/10; hidden tests run when your instructor grades"), as does --json's
+extra_data.tests_run. With --source (the instructor's copy) every test runs, hidden included.
+
+exit status: 0 every test that ran passed (on a released notebook: the visible tests, which is
+not your grade), 1 a part fell short, 2 usage error
 """
 
 
@@ -105,15 +112,17 @@ def _add_check(sub) -> None:
     from autograder.grading.sandbox import Limits
 
     parser = sub.add_parser(
-        "check", help="grade your notebook in a fresh kernel; exit 0 only with full marks",
+        "check", help="run your notebook's tests in a fresh kernel; exit 0 when every test that ran passed",
         description="Run a notebook in a fresh kernel through the same pipeline as `grade` and "
-        "print one line per graded part.",
+        "print which tests ran, one line per graded part and the score of what ran.",
         epilog=CHECK_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebook", help="path to the .ipynb notebook")
     parser.add_argument("--part", action="append", metavar="ID",
                         help="check only this graded part (its test cell's grade_id); repeatable")
-    parser.add_argument("--source", help="source notebook with the tests (default: the notebook itself)")
-    parser.add_argument("--json", action="store_true", help="print Gradescope's results.json shape")
+    parser.add_argument("--source", help="source notebook with the tests, hidden ones included: the instructor's "
+                        "copy (default: the notebook itself, whose visible tests only run when it is a release)")
+    parser.add_argument("--json", action="store_true",
+                        help="print Gradescope's results.json shape (what ran: extra_data.tests_run)")
     parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout_s,
                         help="seconds one cell may run (default %(default)s, as in grade)")
     parser.set_defaults(func=_check)
@@ -124,9 +133,9 @@ def _check(args: argparse.Namespace) -> int:
 
     if args.cell_timeout <= 0:
         raise UsageError("--cell-timeout must be a positive number of seconds")
-    results = check_notebook(args.notebook, source=args.source, parts=args.part, cell_timeout_s=args.cell_timeout)
-    print(results.to_json() if args.json else format_results(results))
-    return 0 if full_marks(results) else 1
+    checked = check_notebook(args.notebook, source=args.source, parts=args.part, cell_timeout_s=args.cell_timeout)
+    print(checked.to_json() if args.json else format_results(checked))
+    return 0 if full_marks(checked.results) else 1
 
 
 # --- placement ------------------------------------------------------------------------

@@ -83,10 +83,11 @@ def test_check_prints_one_line_per_part_and_json():
     proc = run_cli("check", str(notebook))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
-    assert lines[0].endswith("(profile cpu)") or "(profile gpu-cc" in lines[0]
+    assert lines[0] == f"all tests, hidden included (tests from {notebook})", "a source notebook is its own tests"
+    assert lines[1].endswith("(profile cpu)") or "(profile gpu-cc" in lines[1]
     parts = [line for line in lines if line.startswith("  PASS") or line.startswith("  FAIL")]
     assert len(parts) == 4 and all(line.startswith("  PASS") for line in parts), proc.stdout
-    assert lines[-1] == "Score: 10/10"
+    assert lines[-1] == "all tests, hidden included: 10/10"
 
     proc = run_cli("check", "--json", str(notebook))
     assert proc.returncode == 0
@@ -95,3 +96,4 @@ def test_check_prints_one_line_per_part_and_json():
     assert {t["name"] for t in data["tests"]} == {
         "test-training-step-placement", "test-produced-by", "test-score-names", "test-run-strictly"}
     assert all(set(t) >= {"name", "score", "max_score", "output"} for t in data["tests"])
+    assert data["extra_data"]["tests_run"]["hidden_tests"] == "included"

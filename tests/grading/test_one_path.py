@@ -66,7 +66,7 @@ def test_check_exits_0_only_with_full_marks_and_rechecks_one_part(tmp_path):
     notebook = submission(tmp_path / "mine")
     full = run_cli("check", str(notebook), "--source", str(TINY))
     assert full.returncode == 0, full.stdout + full.stderr
-    assert full.stdout.strip().splitlines()[-1] == "Score: 5/5"
+    assert full.stdout.strip().splitlines()[-1] == "all tests, hidden included: 5/5"
 
     wrong = submission(tmp_path / "wrong", double=WRONG_DOUBLE)
     one = run_cli("check", str(wrong), "--source", str(TINY), "--part", "test-word", "--json")
