@@ -9,6 +9,7 @@ error (one line on stderr, never a traceback), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shlex
@@ -28,6 +29,7 @@ EXAMPLES = """examples:
   python -m autograder check NOTEBOOK --part test-xla-step
                                                    re-check one part
   python -m autograder grade submitted/ --out graded/   grade a class (nbgrader layout)
+  python -m autograder report graded/              where the class fails: graded/report.html
   python -m autograder gradescope 04_xla --out 04_xla.zip --hidden-visibility after_published
 """
 CHECK_EXAMPLES = """examples:
@@ -61,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in (_add_doctor, _add_check, _add_placement, _add_bench, _add_roofline, _add_grade,
-                _add_export, _add_gradescope, _add_gradescope_run, _add_release, _add_serve, _add_trace):
+                _add_export, _add_report, _add_gradescope, _add_gradescope_run, _add_release, _add_serve,
+                _add_trace):
         add(sub)
     return parser
 
@@ -414,6 +417,81 @@ def _export(args: argparse.Namespace) -> int:
         print(f"wrote {written.path} ({fmt}, {written.rows} graded submission(s))")
         missing = written.not_in_roster
     _warn_not_in_roster(missing)
+    return 0
+
+
+# --- report ---------------------------------------------------------------------------
+
+REPORT_EPILOG = """examples:
+  python -m autograder report graded/                       graded/report.html and three CSV files
+  python -m autograder report graded/ --instructor          also name failing hidden tests by their line
+  python -m autograder report graded/ --similarity --submissions submitted/ [--threshold 0.8]
+  python -m autograder report graded/ --export canvas --roster roster.csv
+
+writes report.html (one self-contained page: plots embedded), report_parts.csv (per part: counts by
+status, pass rate), report_failures.csv (failure messages grouped, counted) and report_speedups.csv
+(every measured speedup against the reference solution's). Hidden tests never appear without
+--instructor. --similarity compares answer cells with copydetect, the released template ignored.
+"""
+
+
+def _add_report(sub) -> None:
+    from autograder.grading.similarity import DEFAULT_THRESHOLD
+
+    parser = sub.add_parser(
+        "report", help="a class report from a graded folder: where learners fail, speedups, similar pairs",
+        description="Read OUT/<student>/<assignment>/results.json (a `grade --out OUT` folder) and write "
+        "one HTML page and CSV files: per assignment and part the score distribution, pass rate and "
+        "grouped failure messages, the measured speedups, the slowest and stopped submissions.",
+        epilog=REPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("graded", metavar="OUT", help="the --out folder of a `grade` run")
+    parser.add_argument("--out", metavar="DIR", help="folder for the report (default: OUT)")
+    parser.add_argument("--source", help="nbgrader source folder (default: ./solutions when it exists)")
+    parser.add_argument("--instructor", action="store_true",
+                        help="name failing hidden tests by their line in the source (never share this page)")
+    parser.add_argument("--similarity", action="store_true",
+                        help="list pairs of submissions whose answer cells are alike (needs --submissions)")
+    parser.add_argument("--submissions", metavar="DIR", help="the folder `grade` read, for --similarity")
+    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                        help="similarity from which a pair is listed, 0-1 (default %(default)s)")
+    parser.add_argument("--export", action="append", metavar="FORMAT",
+                        help="also write this LMS gradebook into the report folder: nbgrader, canvas, moodle")
+    _add_export_options(parser)
+    parser.set_defaults(func=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from autograder.grading.class_report import build_report
+    from autograder.grading.report_page import write_report
+
+    if args.similarity and not args.submissions:
+        raise UsageError("--similarity reads the answer cells: give --submissions DIR (the folder `grade` read)")
+    for module in ("matplotlib", "copydetect") if args.similarity else ("matplotlib",):
+        if importlib.util.find_spec(module) is None:
+            raise UsageError(f"the report needs {module}: pip install 'tf-gpu-course-autograder[report]' "
+                             "(or pip install -r requirements.txt in a checkout)")
+    formats, roster, assignment_ids = _export_settings(args, args.export)
+    source = args.source or ("solutions" if Path("solutions").is_dir() else None)
+    report = build_report(args.graded, source=source, instructor=args.instructor)
+    if args.similarity:
+        from autograder.grading.similarity import find_similar
+
+        if report.source is None:
+            raise UsageError("--similarity ignores the released template, so it needs --source (the source folder)")
+        report.similarity = find_similar(args.submissions, report.source, list(report.assignments), args.threshold)
+        report.similarity_threshold = args.threshold
+    paths = write_report(report, args.out)
+    print(f"wrote {paths[0]} and {len(paths) - 1} CSV files ({sum(len(a.totals) for a in report.assignments.values())} "
+          f"graded submissions" + (f", {len(report.similarity)} similar pair(s)" if args.similarity else "") + ")")
+    if formats:
+        from autograder.grading.exporters import EXPORTERS, write_export
+
+        folder = Path(args.out) if args.out else Path(args.graded)
+        for fmt in formats:
+            written = write_export(args.graded, fmt, roster=roster, assignment_ids=assignment_ids,
+                                   submissions=args.submissions, path=folder / EXPORTERS[fmt].filename)
+            print(f"wrote {written.path} ({fmt}, {written.rows} graded submission(s))")
+        _warn_not_in_roster(written.not_in_roster)
     return 0
 
 
