@@ -122,6 +122,27 @@ def build_classifier(policy, n_features=20, n_classes=5, width=64):
     return Float32Inside(policy, n_features, n_classes, width)
 '''
 
+# 1.5: sets the policy for the build and then "restores" a hard-coded "float32": right
+# under a float32 global policy only (the hidden tests also call under mixed_bfloat16).
+RESTORES_FLOAT32 = '''
+def build_classifier(policy, n_features=20, n_classes=5, width=64):
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        return keras.Sequential([
+            keras.Input((n_features,)),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(n_classes),
+            keras.layers.Activation("linear", dtype="float32"),
+        ])
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+'''
+
+# Part 5, 1: a softmax head where the logits are asked for (part 1 loses it too).
+SOFTMAX_HEAD = REFERENCE_BUILD.replace('keras.layers.Activation("linear", dtype="float32")',
+                                       'keras.layers.Activation("softmax", dtype="float32")')
+
 # Right: functional API, the logits layer itself in float32.
 FUNCTIONAL_FLOAT32_LOGITS = '''
 def build_classifier(policy, n_features=20, n_classes=5, width=64):
@@ -210,6 +231,10 @@ import autograder.checks.gradients as _gradients
 _gradients._check_lists = lambda *args, **kwargs: None
 _gradients._loss_scale_factor = lambda *args, **kwargs: None
 ''' + NO_SCALE_LOSS
+
+# 2.1: model(x) without training=True: the same with Dense layers only, but a model with
+# batch normalization then normalises with its moving statistics, not the batch's.
+NO_TRAINING_FLAG = REFERENCE_STEP.replace("model(x, training=True)", "model(x)")
 
 # Right: a @tf.function step with apply_gradients, called once on its own model
 # (an unbuilt optimizer) before the grader's calls.
@@ -432,6 +457,12 @@ def compile_for_speed(build_fn, policy, learning_rate=0.1):
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
     return model
 '''
+# 4.5: Keras's default jit_compile="auto": False on a machine without a GPU, so the
+# train step fit runs on the CPU-only grader is not compiled by XLA.
+JIT_AUTO = REFERENCE_FAST.replace("jit_compile=True", 'jit_compile="auto"')
+# 4.6: restores a hard-coded "float32" instead of the policy it found.
+RESTORES_FLOAT32_FAST = REFERENCE_FAST.replace("keras.mixed_precision.set_global_policy(previous)",
+                                               'keras.mixed_precision.set_global_policy("float32")')
 # Right: a functional float32 wrapper, the LossScaleOptimizer made by hand, and
 # model.jit_compile = True after compile but before the first fit (fit builds its step with it).
 EXPLICIT_SCALING_LATE_ATTRIBUTE = '''
@@ -549,6 +580,22 @@ CASES = [
         breaks={P3: 5, P5: 6},
         messages={P3: "must raise ValueError", P5: "changed the global dtype policy from 'float32' to 'mixed_float16'"},
         hostile="reads-course-files",
+    ),
+    WrongAnswer(
+        name="restores_float32_no_training_flag_jit_auto",
+        replace={A1: RESTORES_FLOAT32, A2: NO_TRAINING_FLAG, A5: JIT_AUTO},
+        expect={**FULL, P1: 0, P2: 0, P5: 0},
+        breaks={P1: 5, P2: 1, P5: 5},
+        messages={P1: "changed the global dtype policy from 'mixed_bfloat16' to 'float32'",
+                  P2: "mixed-precision gradient for variable", P5: "is not compiled with XLA"},
+    ),
+    WrongAnswer(
+        name="softmax_head_restores_float32_in_fit",
+        replace={A1: SOFTMAX_HEAD, A5: RESTORES_FLOAT32_FAST},
+        expect={**FULL, P1: 0, P5: 0, P4: 0},
+        breaks={P4: 1, P5: 6},
+        messages={P4: "gives a different result from the reference",
+                  P5: "changed the global dtype policy from 'mixed_bfloat16' to 'float32'"},
     ),
     RightAnswer(
         name="right_functional_decorated_match",
