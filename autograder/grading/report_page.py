@@ -18,6 +18,7 @@ import statistics
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from autograder.atomic import write_atomic
 from autograder.errors import UsageError
@@ -30,7 +31,7 @@ STYLE = """
 body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}
 th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #ddd;vertical-align:top}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{text-align:right;font-variant-numeric:tabular-nums}td:first-child{white-space:nowrap}
 td.msg,pre{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:.85rem}
 img.plot{display:block;max-width:100%;height:auto;margin:.5rem 0}
 .pair td{width:50%}mark{background:#ffe08a}.note{color:#555}
@@ -57,6 +58,7 @@ def score_plot(report: AssignmentReport) -> str:
     ax.hist(report.totals, bins=bins, color="#3b6ea5", edgecolor="white")
     ax.set_xlabel(f"total score (of {report.max_score:g})")
     ax.set_ylabel("submissions")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"{report.name}: {len(report.totals)} submissions")
     return _img(fig, f"{report.name}: histogram of total scores")
 
@@ -77,8 +79,9 @@ def parts_plot(report: AssignmentReport) -> str:
         ax.text(left[y], y, f" {part.pass_rate:.0%} pass", va="center", fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("submissions")
-    ax.set_xlim(0, max(left, default=1) * 1.25 or 1)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_xlim(0, max(left, default=1) * 1.2 or 1)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return _img(fig, f"{report.name}: status of every part")
 
 
@@ -98,8 +101,9 @@ def speed_plot(part: str, speeds: list[Speed]) -> str:
                    label=f"needed (median {statistics.median(needed):.2f}x)")
     ax.set_xlabel("measured speedup over the baseline (x)")
     ax.set_ylabel("submissions")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(part)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return _img(fig, f"{part}: measured speedups")
 
 
@@ -134,8 +138,8 @@ def _speed_section(report: AssignmentReport) -> str:
         by_part.setdefault(speed.part, []).append(speed)
     chunks = []
     for part, speeds in by_part.items():
-        rows = [[esc(s.student), f"{s.speedup:g}x", f"{s.needed:g}x" if s.needed is not None else "",
-                 f"{s.reference:g}x" if s.reference is not None else "", esc(s.status)]
+        rows = [[esc(s.student), f"{s.speedup:.2f}x", f"{s.needed:.2f}x" if s.needed is not None else "",
+                 f"{s.reference:.2f}x" if s.reference is not None else "", esc(s.status)]
                 for s in sorted(speeds, key=lambda s: s.speedup)]
         chunks.append(f"<h4>{esc(part)}</h4>" + speed_plot(part, speeds)
                       + _table(["student", "speedup", "needed", "reference solution", "status"], rows, {1, 2, 3}))
@@ -143,7 +147,8 @@ def _speed_section(report: AssignmentReport) -> str:
 
 
 def _time_section(report: AssignmentReport) -> str:
-    slow = _table(["student", "seconds"], [[esc(s), f"{t:.1f}"] for s, t in report.slowest], {1})
+    slow = (_table(["student", "seconds"], [[esc(s), f"{t:.1f}"] for s, t in report.slowest], {1})
+            if report.slowest else "<p>No execution times recorded.</p>")
     stopped = (_table(["student", "time-out", "seconds", "why it stopped"],
                       [[esc(s.student), "yes" if s.timed_out else "no",
                         f"{s.execution_time_s:.1f}" if s.execution_time_s is not None else "",
