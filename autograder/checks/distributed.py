@@ -19,12 +19,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
+
+from autograder.checks import clean_subprocess
 
 RESULT_ENV = "AUTOGRADER_WORKER_RESULT"
 HOST = "127.0.0.1"
@@ -174,7 +175,10 @@ def start_workers(
     """Start ``n_workers`` processes running the Python file ``script``, each
     with a ``TF_CONFIG`` naming all of them (ports on 127.0.0.1) and its index.
 
-    ``env`` adds to (or overrides) the launcher's environment.  Output goes to
+    Each starts clean: :func:`autograder.checks.clean_subprocess.clean_env`
+    (``PYTHONPATH``, ``LD_PRELOAD`` and the like are not passed on) plus
+    ``env``, in an isolated interpreter (``python -I``; the script's folder is
+    first on ``sys.path``, as for ``python script.py``).  Output goes to
     ``worker<i>.stdout``/``.stderr`` in ``workdir`` (a temporary folder by
     default, removed when the ``with`` block ends)."""
     script = Path(script)
@@ -192,13 +196,14 @@ def start_workers(
     procs = []
     try:
         for i in range(n_workers):
-            worker_env = {**os.environ, **(env or {}),
-                          "TF_CONFIG": tf_config(cluster, i),
-                          RESULT_ENV: str(workdir / f"worker{i}.json"),
-                          "PYTHONUNBUFFERED": "1"}
+            # A clean environment and an isolated interpreter (-u: unbuffered, so a
+            # killed worker's last lines are in its files).
+            worker_env = clean_subprocess.clean_env({**(env or {}), "TF_CONFIG": tf_config(cluster, i),
+                                                     RESULT_ENV: str(workdir / f"worker{i}.json")})
             with open(workdir / f"worker{i}.stdout", "w") as out, open(workdir / f"worker{i}.stderr", "w") as err:
                 procs.append(subprocess.Popen(
-                    [sys.executable, str(script), *args], env=worker_env, stdout=out, stderr=err,
+                    clean_subprocess.python_argv(str(script.resolve()), args, kind="path", options=["-u"]),
+                    env=worker_env, stdout=out, stderr=err,
                     stdin=subprocess.DEVNULL, start_new_session=True,
                 ))
     except BaseException:

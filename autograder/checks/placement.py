@@ -74,9 +74,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autograder.checks import clean_subprocess
+
 LOG_LEVEL_ENV = "TF_CPP_MIN_LOG_LEVEL"
 #: Set in a child's environment by :func:`capture_command`; ``placement_boot`` reads it.
 PLACEMENT_ENV = "AUTOGRADER_LOG_DEVICE_PLACEMENT"
+BOOT_MODULE = "autograder.checks.placement_boot"
 
 #: Ops that create, read, write or check a resource variable.
 VARIABLE_OPS = frozenset(
@@ -685,12 +688,13 @@ def python_command(argv: list[str], python: str | None = None) -> list[str]:
     -m MODULE) [args]``; raises ValueError for anything else.  A bare
     ``python``/``python3`` means this interpreter (``sys.executable``, which
     has TensorFlow), not whatever ``python`` is first on PATH; a path is kept.
+    The child runs isolated (``python -I``, see :mod:`autograder.checks.clean_subprocess`).
     """
     if not argv:
         raise ValueError("no command given")
     first = argv[0]
     if first.endswith(".py"):
-        return [python or sys.executable, "-m", "autograder.checks.placement_boot", *argv]
+        return clean_subprocess.python_argv(BOOT_MODULE, argv, python=python)
     if not _PYTHON_NAME.match(Path(first).name):
         raise ValueError(
             f"cannot turn on placement logging in {first!r}: give a Python script (script.py) "
@@ -705,8 +709,8 @@ def python_command(argv: list[str], python: str | None = None) -> list[str]:
             options.append(rest.pop(0))
     if not rest:
         raise ValueError("the python command runs nothing: add a script, -c CODE or -m MODULE")
-    interpreter = first if os.sep in first or (os.altsep and os.altsep in first) else python or sys.executable
-    return [interpreter, *options, "-m", "autograder.checks.placement_boot", *rest]
+    interpreter = first if os.sep in first or (os.altsep and os.altsep in first) else python
+    return clean_subprocess.python_argv(BOOT_MODULE, rest, python=interpreter, options=options)
 
 
 def capture_command(
@@ -720,16 +724,13 @@ def capture_command(
 
     The child gets ``TF_CPP_MIN_LOG_LEVEL=0`` and runs through
     ``python -m autograder.checks.placement_boot``, which turns placement logging on
-    before the script starts.  ``env`` adds to (and overrides) this process's
-    environment.  ``result`` is the exit status; raises
+    before the script starts.  Its environment is
+    :func:`autograder.checks.clean_subprocess.clean_env` (none of this process's
+    ``PYTHON*`` or ``LD_PRELOAD``) plus ``env``.  ``result`` is the exit status; raises
     ``subprocess.TimeoutExpired`` after ``timeout`` seconds.
     """
     command = python_command(list(argv))
-    child_env = {**os.environ, **(env or {}), LOG_LEVEL_ENV: "0", PLACEMENT_ENV: "1"}
-    package_root = str(Path(__file__).resolve().parents[2])  # holds the autograder package
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (package_root, child_env.get("PYTHONPATH", "")) if p
-    )
+    child_env = clean_subprocess.clean_env({**(env or {}), LOG_LEVEL_ENV: "0", PLACEMENT_ENV: "1"})
     done = subprocess.run(command, capture_output=True, env=child_env, timeout=timeout, cwd=cwd)
     stdout = done.stdout.decode("utf-8", errors="replace")
     stderr = done.stderr.decode("utf-8", errors="replace")

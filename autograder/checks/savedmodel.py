@@ -32,6 +32,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from autograder.checks import clean_subprocess
+
 DEFAULT_TIMEOUT_S = 180.0
 LOADERS = ("function", "session")
 
@@ -95,14 +97,13 @@ def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float
             np.savez(work / f"inputs_{i}.npz", **{k: np.asarray(v) for k, v in batch.items()})
         request = {"loaders": ["function"], **request, "n_batches": len(batches)}
         (work / "request.json").write_text(json.dumps(request))
-        env = dict(os.environ)
-        env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # the worker's own start-up noise is not the learner's
-        package_root = str(Path(__file__).resolve().parents[2])  # holds the autograder package
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        # The worker's own start-up noise is not the learner's.  Its environment,
+        # interpreter and folder are clean: nothing the notebook planted runs first.
+        env = clean_subprocess.clean_env({"TF_CPP_MIN_LOG_LEVEL": "2"})
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "autograder.checks.savedmodel", str(work)],
-                capture_output=True, text=True, env=env, timeout=timeout_s,
+                clean_subprocess.python_argv("autograder.checks.savedmodel", [str(work)]),
+                capture_output=True, text=True, env=env, timeout=timeout_s, cwd=clean_subprocess.NEUTRAL_CWD,
             )
         except subprocess.TimeoutExpired:
             raise SavedModelError(

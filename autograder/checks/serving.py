@@ -28,7 +28,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -38,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from autograder.checks import clean_subprocess
 
 HOST = "127.0.0.1"  # never another interface: this server has no authentication
 DEFAULT_SIGNATURE = "serving_default"
@@ -350,15 +351,14 @@ def start_server(export_dir: str | os.PathLike, model_name: str = "model", *,
         raise ServerStartError(f"model name {model_name!r} must be non-empty without '/' or ':'")
     work = Path(tempfile.mkdtemp(prefix="serving-"))
     port_file, log_path = work / "port", work / "server.log"
-    env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    package_root = str(Path(__file__).resolve().parents[2])  # holds the autograder package
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    # A clean, isolated interpreter: nothing the notebook planted runs in the server.
+    env = clean_subprocess.clean_env({"TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")})
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "autograder", "serve", "--model-dir", str(export_dir.resolve()),
-             "--model-name", model_name, "--port", "0", "--port-file", str(port_file)],
-            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            clean_subprocess.python_argv("autograder", [
+                "serve", "--model-dir", str(export_dir.resolve()), "--model-name", model_name,
+                "--port", "0", "--port-file", str(port_file)], options=["-u"]),
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=clean_subprocess.NEUTRAL_CWD,
         )
     handle: ServerHandle | None = None
     deadline = time.monotonic() + startup_timeout_s

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.checks import clean_subprocess
 from autograder.checks.placement import (
     OP_ORIGINS,
     ORIGIN_PROBES,
@@ -240,10 +241,11 @@ def test_assert_tensor_on_device_compares_any_spelling():
 
 
 def test_python_command_goes_through_the_bootstrap():
-    boot = ["-m", "autograder.checks.placement_boot"]
-    assert python_command(["train.py", "--lr", "1"]) == [sys.executable, *boot, "train.py", "--lr", "1"]
-    assert python_command(["python", "-u", "-X", "dev", "-c", "pass"]) == [sys.executable, "-u", "-X", "dev", *boot, "-c", "pass"]
-    assert python_command(["/opt/py/bin/python3.11", "-m", "pkg"]) == ["/opt/py/bin/python3.11", *boot, "-m", "pkg"]
+    boot = ["-c", clean_subprocess._BOOT, clean_subprocess.PACKAGE_ROOT, "module", "autograder.checks.placement_boot"]
+    assert python_command(["train.py", "--lr", "1"]) == [sys.executable, "-I", *boot, "train.py", "--lr", "1"]
+    assert python_command(["python", "-u", "-X", "dev", "-c", "pass"]) == [
+        sys.executable, "-I", "-u", "-X", "dev", *boot, "-c", "pass"]
+    assert python_command(["/opt/py/bin/python3.11", "-m", "pkg"]) == ["/opt/py/bin/python3.11", "-I", *boot, "-m", "pkg"]
     for bad in ([], ["ls", "-l"], ["python", "-u"]):
         with pytest.raises(ValueError):
             python_command(bad)
