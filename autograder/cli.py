@@ -431,7 +431,8 @@ REPORT_EPILOG = """examples:
 writes report.html (one self-contained page: plots embedded), report_parts.csv (per part: counts by
 status, pass rate), report_failures.csv (failure messages grouped, counted) and report_speedups.csv
 (every measured speedup against the reference solution's). Hidden tests never appear without
---instructor. --similarity compares answer cells with copydetect, the released template ignored.
+--instructor. --similarity compares answer cells with copydetect, the released template ignored,
+and lists the pairs at or above --threshold on the page and in report_similarity.csv.
 """
 
 

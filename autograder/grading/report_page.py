@@ -24,6 +24,7 @@ from autograder.atomic import write_atomic
 from autograder.errors import UsageError
 from autograder.grading.class_report import (STATUSES, AssignmentReport, ClassReport, Speed, failures_csv,
                                              parts_csv, speeds_csv)
+from autograder.grading.similarity import pairs_csv
 
 COLOURS = {"passed": "#1a7f37", "failed": "#b42318", "inconclusive": "#9a6700", "error": "#6e3fb2",
            "missing": "#8c959f", "skipped": "#d0a215"}
@@ -37,6 +38,7 @@ img.plot{display:block;max-width:100%;height:auto;margin:.5rem 0}
 .pair td{width:50%}mark{background:#ffe08a}.note{color:#555}
 """
 esc = html.escape
+SHOWN_PAIRS = 50  # pairs shown side by side; the table and report_similarity.csv list every one
 
 
 def _png(fig: Figure) -> str:
@@ -189,7 +191,11 @@ def _similarity_section(report: ClassReport) -> str:
     chunks = [intro, _table(["assignment", "student", "student", "similarity"],
                             [[esc(p.assignment), esc(p.first), esc(p.second), f"{p.score:.0%}"]
                              for p in report.similarity], {3})]
-    for pair in report.similarity:
+    shown = report.similarity[:SHOWN_PAIRS]
+    if len(shown) < len(report.similarity):
+        chunks.append(f'<p class="note">The {len(shown)} highest pairs are shown side by side; '
+                      "report_similarity.csv lists them all.</p>")
+    for pair in shown:
         rows = "".join(
             f'<tr><th colspan="2">{esc(cell.grade_id)}: {cell.score:.0%}</th></tr><tr class="pair">'
             f"<td><pre>{_highlighted(cell.first, cell.first_spans)}</pre></td>"
@@ -215,12 +221,18 @@ def render_html(report: ClassReport) -> str:
 
 
 REPORT_FILES = ("report.html", "report_parts.csv", "report_failures.csv", "report_speedups.csv")
+SIMILARITY_FILE = "report_similarity.csv"  # with --similarity
 
 
 def write_report(report: ClassReport, dest: Path | str | None = None) -> list[Path]:
-    """Write the page and the three CSV files into ``dest`` (default: the graded folder)."""
+    """Write the page and the CSV files into ``dest`` (default: the graded folder); the
+    similar pairs' CSV only when similarity was computed."""
     dest = Path(dest) if dest is not None else report.out
     if dest.exists() and not dest.is_dir():
         raise UsageError(f"--out {dest} is a file; give a folder for the report")
-    texts = (render_html(report), parts_csv(report), failures_csv(report), speeds_csv(report))
-    return [write_atomic(dest / name, text) for name, text in zip(REPORT_FILES, texts)]
+    texts = [render_html(report), parts_csv(report), failures_csv(report), speeds_csv(report)]
+    names = list(REPORT_FILES)
+    if report.similarity_threshold is not None:
+        names.append(SIMILARITY_FILE)
+        texts.append(pairs_csv(report.similarity))
+    return [write_atomic(dest / name, text) for name, text in zip(names, texts)]

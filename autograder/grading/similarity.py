@@ -17,6 +17,7 @@ side, copied stretches marked.
 """
 from __future__ import annotations
 
+import csv
 import io
 import itertools
 import re
@@ -130,7 +131,13 @@ def similar_pairs(assignment: str, answers: dict[str, dict[str, str]], template:
     released code (:func:`released_code`).  Fingerprints found in either never count."""
     order = list(template) + sorted({g for cells in answers.values() for g in cells} - set(template))
     boilerplate = _boilerplate("\n\n".join([given, *(template.get(g, "") for g in order)]))
-    cell_boilerplate = {g: boilerplate for g in order}
+    cell_prints: dict[tuple[str, str], object] = {}  # fingerprinted once, only for students in a pair
+
+    def cell_print(student: str, gid: str):
+        if (student, gid) not in cell_prints:
+            cell_prints[student, gid] = _fingerprint(answers[student].get(gid, ""), boilerplate)
+        return cell_prints[student, gid]
+
     documents = {s: _fingerprint("\n\n".join(cells.get(g, template.get(g, "")) for g in order), boilerplate)
                  for s, cells in answers.items()}
     pairs = []
@@ -141,8 +148,7 @@ def similar_pairs(assignment: str, answers: dict[str, dict[str, str]], template:
         cells = []
         for gid in order:
             a, b = answers[first].get(gid, ""), answers[second].get(gid, "")
-            cell_score, spans_a, spans_b = _compare(_fingerprint(a, cell_boilerplate[gid]),
-                                                    _fingerprint(b, cell_boilerplate[gid]))
+            cell_score, spans_a, spans_b = _compare(cell_print(first, gid), cell_print(second, gid))
             cells.append(CellPair(gid, a, b, cell_score, spans_a, spans_b))
         pairs.append(Pair(assignment, first, second, score, cells))
     return sorted(pairs, key=lambda p: (-p.score, p.first, p.second))
@@ -167,3 +173,14 @@ def find_similar(submissions: Path | str, source_root: Path | str, assignments: 
         pairs += similar_pairs(name, class_answers(submissions, name), template, threshold,
                                released_code(source_nb))
     return pairs
+
+
+def pairs_csv(pairs: list[Pair]) -> str:
+    """One row per listed pair: the score and each answer cell's own score."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["assignment", "student_a", "student_b", "similarity", "cells"])
+    for pair in pairs:
+        writer.writerow([pair.assignment, pair.first, pair.second, f"{pair.score:.4f}",
+                         " ".join(f"{c.grade_id}={c.score:.2f}" for c in pair.cells)])
+    return buffer.getvalue()

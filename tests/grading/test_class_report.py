@@ -239,6 +239,9 @@ def test_the_command_writes_the_page_and_csv_files(graded, source, tmp_path):
     assert main(["report", str(graded), "--source", str(source), "--out", str(dest)]) == 0
     assert sorted(p.name for p in dest.iterdir()) == sorted(report_page.REPORT_FILES)
     assert main(["report", str(graded), "--similarity"]) == 2  # needs --submissions
+    assert main(["report", str(graded), "--out", str(dest), "--export", "canvas"]) == 0
+    canvas = (dest / "grades_canvas.csv").read_text().splitlines()
+    assert canvas[0].startswith("Student,ID,SIS User ID,SIS Login ID,Section") and len(canvas) == 2 + 7
 
 
 def test_an_unreadable_results_file_is_counted_out_and_said(graded, source):

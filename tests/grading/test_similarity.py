@@ -124,5 +124,7 @@ def test_the_command_lists_the_pair(submissions, tmp_path):
     assert main(["report", str(graded), "--source", str(SOURCE), "--similarity", "--submissions",
                  str(submissions)]) == 0
     assert "ben and zack" in (graded / "report.html").read_text()
+    rows = (graded / "report_similarity.csv").read_text().splitlines()
+    assert rows[1].startswith(f"{ASSIGNMENT},ben,zack,1.0000,answer-rnn-graph=1.00") and len(rows) == 2
     assert main(["report", str(graded), "--source", str(SOURCE), "--similarity", "--submissions",
                  str(submissions), "--threshold", "1.5"]) == 2
