@@ -119,13 +119,15 @@ def parse_speeds(text: str) -> list[dict]:
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _RUN_OF_N = re.compile(r"N(?:, N){2,}")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
+_DURATION = re.compile(r"\bN (?:s|ms|µs|ns)\b")  # timing.format_seconds picks the unit by size
 
 
 def normalize(message: str) -> str:
-    """``message`` with every number ``N`` (a run of them ``N, N, …``), addresses
-    ``0x…`` and whitespace collapsed: what two learners' failures share."""
+    """``message`` with every number ``N`` (a run of them ``N, N, …``), every duration
+    ``T`` (whatever its unit), addresses ``0x…`` and whitespace collapsed: what two
+    learners' failures share."""
     text = " ".join(message.split())
-    text = _NUMBER.sub("N", _HEX.sub("0x…", text))
+    text = _DURATION.sub("T", _NUMBER.sub("N", _HEX.sub("0x…", text)))
     return _RUN_OF_N.sub("N, N, …", text)
 
 

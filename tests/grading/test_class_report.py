@@ -130,6 +130,7 @@ def test_numbers_are_normalized_so_the_same_failure_groups_together():
     assert normalize("collatz(6) returned [6, 3, 10], expected [6, 3, 10, 5]") == \
         "collatz(N) returned [N, N, …], expected [N, N, …]"
     assert normalize("x is float32 on gpu-cc9") == "x is float32 on gpu-cc9"  # names keep their digits
+    assert normalize(_fixed(1.1, "fail", 1.0, 1.2)) == normalize(_fixed(1.2, "fail", 1.1, 1.3).replace("ms", "µs"))
 
 
 def test_a_message_is_traced_to_its_clause_visible_or_hidden():
@@ -251,9 +252,21 @@ def test_an_unreadable_results_file_is_counted_out_and_said(graded, source):
     assert len(report.assignments["tiny"].totals) == len(TINY_BATCH)
 
 
+def _speed_submission(folder: Path, answer: str) -> None:
+    import nbformat
+
+    nb = nbformat.read(SPEED_SOURCE / "speed" / "speed.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "answer-fast":
+            cell.source = answer
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / "speed.ipynb")
+
+
 @pytest.mark.slow
-def test_a_real_graded_batch_is_reported(tmp_path):
-    """grade three tiny submissions for real (sandbox and all), then report on the folder."""
+def test_a_real_graded_batch_is_reported(tmp_path, source):
+    """grade three tiny and two speed submissions for real (sandbox, TensorFlow, the speed
+    check's own timing), then report on the folder."""
     from tests.files.hostile.catalogue import Context
 
     from autograder.grading.grade import grade
@@ -266,9 +279,16 @@ def test_a_real_graded_batch_is_reported(tmp_path):
         folder = subs / student / "tiny"
         folder.mkdir(parents=True)
         (folder / "tiny.ipynb").write_bytes(build(ctx))
-    grade(subs, out, source=TINY_SOURCE, workers=2, progress_stream=io.StringIO())
-    report = build_report(out, source=TINY_SOURCE)
+    _speed_submission(subs / "alice" / "speed", "@tf.function\ndef fast_total(x):\n    return slow_total(x)\n")
+    _speed_submission(subs / "bob" / "speed", "def fast_total(x):\n    return slow_total(x)\n")  # no faster
+    grade(subs, out, source=source, workers=2, progress_stream=io.StringIO())
+    report = build_report(out, source=source)
     report_page.write_report(report)
+    speeds = {s["student"]: s for s in _csv(out / "report_speedups.csv")}
+    assert speeds["alice"]["status"] == "passed" and float(speeds["alice"]["speedup"]) >= 1.5
+    # No faster than the baseline: failed (inconclusive only if the other core is very busy).
+    assert speeds["bob"]["status"] in ("failed", "inconclusive") and float(speeds["bob"]["speedup"]) < 1.5
+    assert {s["needed"] for s in speeds.values()} == {"1.5"}
     parts = {r["part"]: r for r in _csv(out / "report_parts.csv")}
     assert (parts["test-double"]["passed"], parts["test-double"]["failed"]) == ("1", "2")
     assert (parts["test-word"]["passed"], parts["test-word"]["failed"]) == ("2", "1")
