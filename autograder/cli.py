@@ -29,6 +29,8 @@ EXAMPLES = """examples:
   python -m autograder check NOTEBOOK --part test-xla-step
                                                    re-check one part
   python -m autograder grade submitted/ --out graded/   grade a class (nbgrader layout)
+  python -m autograder grade submitted/ --out graded/ --scheduler tcp://HOST:8786
+                                                   the same on a Dask cluster (README: Grading on a cluster)
   python -m autograder report graded/              where the class fails: graded/report.html
   python -m autograder gradescope 04_xla --out 04_xla.zip --hidden-visibility after_published
 """
@@ -295,6 +297,9 @@ def _add_grade(sub) -> None:
     parser.add_argument("submissions", help="nbgrader's submitted/ folder: <student>/<assignment>/<notebook>.ipynb")
     parser.add_argument("--out", required=True, help="folder for grades.csv and per-submission results")
     parser.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: CPU cores)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="grade on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786), one task "
+                        "per submission; its workers need only `pip install` of this package")
     parser.add_argument("--assignment", help="grade only this assignment")
     parser.add_argument("--source", help="nbgrader source folder with the tests (default: ./solutions)")
     parser.add_argument("--force", action="store_true", help="regrade submissions that already have results")
@@ -321,6 +326,9 @@ def _grade(args: argparse.Namespace) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    if args.workers is not None and args.scheduler:
+        raise UsageError("--workers and --scheduler do not go together: on a cluster, its workers' threads "
+                         "say how many submissions run at once")
     formats, roster, assignment_ids = _export_settings(args, args.export)  # bad input fails before grading
     limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
                     memory_mb=args.memory_mb)
@@ -335,6 +343,15 @@ def _grade(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, on_term)
+    if args.scheduler:
+        from functools import partial
+
+        try:
+            from autograder.grading.distributed_grade import grade_on_cluster
+        except ModuleNotFoundError as exc:
+            raise UsageError(f"--scheduler needs Dask ({exc.name} is not installed): pip install "
+                             "'tf-gpu-course-autograder[cluster]' (in a checkout: pip install '.[cluster]')") from None
+        grade = partial(grade_on_cluster, args.scheduler)
     try:
         rows = grade(args.submissions, args.out, workers=args.workers, assignment=args.assignment,
                      source=args.source, force=args.force, limits=limits, nbgrader_feedback=feedback_dir,

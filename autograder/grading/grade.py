@@ -11,7 +11,9 @@ graded submission, and ``exports`` adds LMS gradebooks beside it
 Every file is written atomically, results before feedback, and a submission
 counts as graded once its ``results.json`` exists: after Ctrl-C, a kill or a
 power cut, re-running the command grades only what is missing (``--force``
-regrades everything).  A submission that breaks a limit or crashes is scored,
+regrades everything).  ``--scheduler ADDRESS`` grades the same :class:`Batch` on a Dask
+cluster instead (:mod:`autograder.grading.distributed_grade`); files are written here,
+by :meth:`Batch.record`, either way.  A submission that breaks a limit or crashes is scored,
 never fatal, and runs in its own tree, so it cannot change a neighbour's score.
 """
 from __future__ import annotations
@@ -24,7 +26,9 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
 from autograder.grading import exporters, feedback, pipeline, sandbox
 from autograder.errors import UsageError
@@ -152,16 +156,40 @@ def nbgrader_feedback_dir(submissions: Path) -> Path | None:
     return None
 
 
-def grade(submissions: Path | str, out: Path | str, *, workers: int | None = None, assignment: str | None = None,
-          source: Path | str | None = None, force: bool = False, limits: sandbox.Limits = sandbox.Limits(),
-          isolate: bool = True, progress_stream=sys.stderr,
-          nbgrader_feedback: Path | str | None = None, exports: list[str] | None = None,
-          roster: Roster | None = None, assignment_ids: dict[str, str] | None = None) -> list[Row]:
-    """Grade every submission under ``submissions`` into ``out``; return the CSV rows.
-    ``nbgrader_feedback``: also write each feedback page into that nbgrader
-    ``feedback/`` folder (see :func:`write_nbgrader_feedback`).  ``exports``: gradebook
-    formats written beside ``grades.csv`` (``canvas``, ``moodle``), with ``roster`` and
-    ``assignment_ids`` (see :mod:`autograder.grading.exporters`)."""
+@dataclass
+class Batch:
+    """One ``grade`` run: what it grades, against what, and where each result goes.
+
+    Whatever grades the submissions (threads here, a Dask cluster in
+    :mod:`autograder.grading.distributed_grade`) hands each finished one to
+    :meth:`record`, the one place a submission's files are written."""
+
+    out: Path
+    subs: list[Submission]  # every submission found (grades.csv covers them all)
+    todo: list[Submission]  # those not graded yet (or all, with force)
+    assignments: dict[str, pipeline.Assignment]
+    hidden: list[Path]  # folders no submission may read: source, submissions, out
+    limits: sandbox.Limits
+    isolate: bool
+    progress: Progress
+    nbgrader_feedback: Path | None = None
+
+    def grade_here(self, sub: Submission) -> Results:
+        """Grade ``sub`` on this machine through the pipeline, in its own sandbox."""
+        return pipeline.grade_notebook(sub.notebook, self.assignments[sub.assignment], limits=self.limits,
+                                       hidden_dirs=self.hidden, isolate=self.isolate, problem=sub.problem)
+
+    def record(self, sub: Submission, results: Results) -> None:
+        """Write ``sub``'s finished grade (results.json last: it marks it graded) and count it."""
+        _write(self.out, sub, results, self.nbgrader_feedback)
+        self.progress.update(bool(results.output))
+
+
+def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = None,
+         source: Path | str | None = None, force: bool = False, limits: sandbox.Limits = sandbox.Limits(),
+         isolate: bool = True, progress_stream=sys.stderr, nbgrader_feedback: Path | str | None = None) -> Batch:
+    """Check the folders, find the submissions and their assignments, and pick those
+    still to grade; bad input is a :class:`UsageError`."""
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
     source_root = Path(source or "solutions").resolve()
     if not submissions.is_dir():
@@ -177,26 +205,52 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
         raise UsageError(f"no submissions{what} in {submissions}; expected <student>/<assignment>/<notebook>.ipynb")
     assignments = {name: pipeline.load_assignment(source_root / name / f"{name}.ipynb")
                    for name in sorted({s.assignment for s in subs})}
-    workers = max(1, workers or os.cpu_count() or 1)
-    hidden = sorted({source_root, submissions, out})
-    sandbox.sweep_stale()  # what a grader killed with -9 could not clean up
     todo = [sub for sub in subs if force or needs_grading(out, sub)]
     out.mkdir(parents=True, exist_ok=True)
-    progress = Progress(len(todo), len(subs) - len(todo), progress_stream)
-    progress.show()
+    return Batch(out, subs, todo, assignments, sorted({source_root, submissions, out}), limits, isolate,
+                 Progress(len(todo), len(subs) - len(todo), progress_stream),
+                 Path(nbgrader_feedback) if nbgrader_feedback else None)
+
+
+def grade(submissions: Path | str, out: Path | str, *, workers: int | None = None, assignment: str | None = None,
+          source: Path | str | None = None, force: bool = False, limits: sandbox.Limits = sandbox.Limits(),
+          isolate: bool = True, progress_stream=sys.stderr,
+          nbgrader_feedback: Path | str | None = None, exports: list[str] | None = None,
+          roster: Roster | None = None, assignment_ids: dict[str, str] | None = None,
+          run: Callable[[Batch], None] | None = None) -> list[Row]:
+    """Grade every submission under ``submissions`` into ``out``; return the CSV rows.
+    ``nbgrader_feedback``: also write each feedback page into that nbgrader
+    ``feedback/`` folder (see :func:`write_nbgrader_feedback`).  ``exports``: gradebook
+    formats written beside ``grades.csv`` (``canvas``, ``moodle``), with ``roster`` and
+    ``assignment_ids`` (see :mod:`autograder.grading.exporters`).  ``run`` grades the
+    batch: by default :func:`grade_here`, ``workers`` at a time; a Dask cluster's is
+    :func:`autograder.grading.distributed_grade.grade_on_cluster`'s."""
+    batch = plan(submissions, out, assignment=assignment, source=source, force=force, limits=limits,
+                 isolate=isolate, progress_stream=progress_stream, nbgrader_feedback=nbgrader_feedback)
+    batch.progress.show()
+    try:
+        (run or partial(grade_here, workers=workers))(batch)
+    finally:  # also after Ctrl-C: grades.csv holds what finished
+        rows = _write_exports(batch.out, batch.subs, batch.assignments, exports, roster, assignment_ids)
+    return rows
+
+
+def grade_here(batch: Batch, workers: int | None = None) -> None:
+    """Grade ``batch.todo`` on this machine, ``workers`` at a time (default: CPU cores),
+    each in its own sandboxed process tree; Ctrl-C kills every running sandbox."""
+    workers = max(1, workers or os.cpu_count() or 1)
+    sandbox.sweep_stale()  # what a grader killed with -9 could not clean up
     stopping = threading.Event()
 
     def task(sub: Submission) -> None:
-        results = pipeline.grade_notebook(sub.notebook, assignments[sub.assignment], limits=limits,
-                                          hidden_dirs=hidden, isolate=isolate, problem=sub.problem)
+        results = batch.grade_here(sub)
         if stopping.is_set():
             return  # killed by Ctrl-C: not a real grade, grade it again next time
-        _write(out, sub, results, Path(nbgrader_feedback) if nbgrader_feedback else None)
-        progress.update(bool(results.output))
+        batch.record(sub, results)
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grade")
     try:
-        pending = {pool.submit(task, sub) for sub in todo}
+        pending = {pool.submit(task, sub) for sub in batch.todo}
         while pending:
             finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -206,10 +260,8 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
         pool.shutdown(wait=False, cancel_futures=True)
         sandbox.stop_all()
         pool.shutdown(wait=True)
-        _write_exports(out, subs, assignments, exports, roster, assignment_ids)
         raise
     pool.shutdown(wait=True)
-    return _write_exports(out, subs, assignments, exports, roster, assignment_ids)
 
 
 def _write_exports(out: Path, subs: list[Submission], assignments: dict[str, pipeline.Assignment],
