@@ -3,7 +3,7 @@
 A *figure* is a number in the prose (not in code cells, their outputs, inline
 code, math or headings) that carries a unit or a multiplier: ``3.2×``,
 ``3.2x``, ``91.9 GB/s``, ``12 ms``, ``156 TFLOPS``, ``8 bytes``, ``40%``,
-``2**15``, a number in scientific notation (``6e-8``), or a range of them
+``2**15``, ``2 cores``, a number in scientific notation (``6e-8``), or a range of them
 (``2–3×``).  Version numbers, dates, chapter and list numbers carry no unit and
 are not figures; shapes (``1024×1024``) and type names (``16-bit``) are not either.
 
@@ -41,6 +41,8 @@ _RATE = ("GB/s", "MB/s", "TB/s", "GiB/s", "MiB/s", "KB/s", "GFLOP/s", "TFLOP/s",
          "PFLOPS", "FLOPs", "FLOPS", "FLOP", "GFLOP", "TFLOP", "GHz", "MHz", "W", "steps/s", "examples/s",
          "images/s", "samples/s", "it/s", "ops/s", "calls/s")
 _RATIO = ("×", "x", "times")
+# A machine's size is a figure too: "2 cores" is false on the next machine that builds the page.
+_COUNT = ("cores", "CPU cores", "GPUs", "CPUs")
 _PERCENT = ("%", "percent")
 _SCALES = {
     "time": (1, 1e3, 1e-3, 1e6, 1e-6, 1e9, 1e-9, 60, 1 / 60),
@@ -48,11 +50,12 @@ _SCALES = {
              1 / 8),
     "rate": (1, 1e3, 1e-3, 1e6, 1e-6, 1e9, 1e-9),
     "ratio": (1,),
+    "count": (1,),
     "percent": (1, 100, 0.01),
     "bare": (1,),
 }
 _FAMILY = {**{u: "time" for u in _TIME}, **{u: "size" for u in _SIZE}, **{u: "rate" for u in _RATE},
-           **{u: "ratio" for u in _RATIO}, **{u: "percent" for u in _PERCENT}}
+           **{u: "ratio" for u in _RATIO}, **{u: "percent" for u in _PERCENT}, **{u: "count" for u in _COUNT}}
 
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 # Units spelled with letters need a space before them except x; "s" and "W" alone need the space.
@@ -365,6 +368,8 @@ def test_powers_and_units_glued_from_outputs():
     glued = '<span class="pasted-inline">3.7 s</span>'
     assert _offenders(f"It took {glued}.") == []
     assert _offenders("The list holds 8 bytes per element.", "itemsize 8") == []
+    assert _offenders("Built on a machine with 2 cores.", "os.cpu_count(): 16") == ["2 cores"]
+    assert _offenders("Built on a machine with 2 cores.", "cores: 2") == []
 
 
 def test_headings_code_cells_and_outputs_are_not_prose():
@@ -384,6 +389,25 @@ def _dump_outputs(dump: Path) -> tuple[list[str], list[str]]:
         source, _, out = chunk.partition("----- out")
         inputs.append(source)
         outputs.append(out)
+    return outputs, inputs
+
+
+def _notebook_outputs(path: Path) -> tuple[list[str], list[str]]:
+    """Outputs and inputs per code cell of an executed notebook."""
+    import nbformat
+
+    outputs, inputs = [], []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        inputs.append(cell.source)
+        texts = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                texts.append(out.get("text", ""))
+            for mime in ("text/plain", "text/markdown", "text/html"):
+                texts.append(str(out.get("data", {}).get(mime, "")))
+        outputs.append("\n".join(texts))
     return outputs, inputs
 
 
@@ -416,7 +440,8 @@ def source_page_html(md: Path, outputs: list[str] | None = None) -> str:
 def main(argv: list[str]) -> int:
     """``python -m tests.book.test_numbers OUT [DUMPS_DIR]``: write the offenders
     to OUT, from ``_build/html`` when built, else from the sources with the
-    outputs of chapter runs saved as ``DUMPS_DIR/<page>.<setting>.txt`` (all
+    outputs of chapter runs saved as ``DUMPS_DIR/<page>.<setting>.txt`` or
+    ``.ipynb`` (all
     settings' outputs count; a page with none is listed with every figure)."""
     out = Path(argv[0])
     html_dir = ROOT / "_build" / "html"
@@ -431,10 +456,10 @@ def main(argv: list[str]) -> int:
         offenders = []
         for page in pages:
             name = Path(page).name
-            found = sorted(dumps.glob(f"{name}.*.txt")) if dumps else []
+            found = sorted([*dumps.glob(f"{name}.*.txt"), *dumps.glob(f"{name}.*.ipynb")]) if dumps else []
             outs, ins = [], []
             for dump in found:
-                o, i = _dump_outputs(dump)
+                o, i = (_notebook_outputs if dump.suffix == ".ipynb" else _dump_outputs)(dump)
                 outs, ins = outs + o, ins + i
             blocks, _, inputs = html_parts(source_page_html(ROOT / f"{page}.md"))
             offenders += page_offenders(page, blocks, "\n".join(outs), inputs + "\n".join(ins))
