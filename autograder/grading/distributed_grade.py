@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
@@ -77,7 +78,8 @@ def connect_client(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Client
         await comm.close()
 
     try:
-        asyncio.run(probe())
+        with ThreadPoolExecutor(1) as thread:  # its own event loop, even when called from a notebook's
+            thread.submit(asyncio.run, probe()).result()
         return Client(address, timeout=timeout_s, set_as_default=False)
     except (OSError, ValueError, TimeoutError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
@@ -99,7 +101,7 @@ def run_on_cluster(client: Client, batch: grading.Batch) -> None:
     for sub in batch.todo:
         payload = submission_payload(sub)
         if payload is None:  # unreadable or over the size limit: the pipeline says so without running it
-            batch.record(sub, batch.grade_here(sub))
+            batch.record(sub, batch.grade_one(sub))
             continue
         future = client.submit(grade_on_worker, payload, assignments[sub.assignment], limits, batch.isolate,
                                hidden, pure=False, key=f"grade-{sub.student}-{sub.assignment}-{uuid.uuid4().hex[:8]}")
@@ -111,7 +113,8 @@ def run_on_cluster(client: Client, batch: grading.Batch) -> None:
             try:
                 data = future.result()
             except Exception as exc:  # the task's own failure, not the submission's: grade it again later
-                failed.append(f"{sub.student}/{sub.assignment} ({exc.__class__.__name__}: {exc})")
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "no message"
+                failed.append(f"{sub.student}/{sub.assignment} ({exc.__class__.__name__}: {reason})")
                 continue
             batch.record(sub, Results.from_dict(data))
     except BaseException:

@@ -174,7 +174,7 @@ class Batch:
     progress: Progress
     nbgrader_feedback: Path | None = None
 
-    def grade_here(self, sub: Submission) -> Results:
+    def grade_one(self, sub: Submission) -> Results:
         """Grade ``sub`` on this machine through the pipeline, in its own sandbox."""
         return pipeline.grade_notebook(sub.notebook, self.assignments[sub.assignment], limits=self.limits,
                                        hidden_dirs=self.hidden, isolate=self.isolate, problem=sub.problem)
@@ -243,7 +243,7 @@ def grade_here(batch: Batch, workers: int | None = None) -> None:
     stopping = threading.Event()
 
     def task(sub: Submission) -> None:
-        results = batch.grade_here(sub)
+        results = batch.grade_one(sub)
         if stopping.is_set():
             return  # killed by Ctrl-C: not a real grade, grade it again next time
         batch.record(sub, results)

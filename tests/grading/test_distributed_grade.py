@@ -1,13 +1,15 @@
 """grade --scheduler: a real Dask scheduler and worker processes on this machine
 (``python -m distributed.cli.dask_scheduler`` / ``dask_worker``, bound to 127.0.0.1),
 results identical to a local ``grade`` of the same batch, a worker killed mid-task,
-an unreachable scheduler, and the README's cluster recipes.
+a task that fails (nothing written, named, graded on the next run), an unreachable
+scheduler, and the README's cluster recipes.
 
 Compared field by field: every results.json, except ``execution_time`` (seconds
 measured in the run), and every feedback page and grades.csv byte for byte."""
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import re
@@ -117,6 +119,7 @@ def _pages(out: Path) -> dict[str, str]:
     return {p.relative_to(out).as_posix(): p.read_text() for p in sorted(out.rglob("*.html"))}
 
 
+@pytest.mark.slow
 def test_a_cluster_grades_a_mixed_batch_exactly_as_a_local_grade(tmp_path):
     subs, source = tmp_path / "submitted", _source(tmp_path)
     _submit(subs, "alice", "tiny", answers()(None))
@@ -169,6 +172,7 @@ def _kernels_under(pid: int) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_task_loses_nothing(tmp_path):
     subs, source = tmp_path / "submitted", _source(tmp_path)
     _submit(subs, "sleepy", "tiny", answers(double=SLEEPY_DOUBLE)(None))
@@ -223,6 +227,46 @@ def test_an_unreachable_scheduler_is_a_one_line_usage_error(tmp_path):
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
     both = _cli("grade", subs, "--out", tmp_path / "out", "--scheduler", "tcp://127.0.0.1:9", "--workers", "2")
     assert both.returncode == 2 and "--workers" in both.stderr
+
+
+def test_a_task_that_fails_writes_nothing_is_named_and_is_graded_on_the_next_run(tmp_path, monkeypatch):
+    """A task's own failure (KilledWorker after too many dead workers, a worker's full
+    disk) is not a grade: the rest are written, the one-line error names it, a re-run
+    grades only it.  In-process workers here: the failure is injected into the task."""
+    from distributed import LocalCluster
+
+    from autograder.errors import UsageError
+    from autograder.grading import distributed_grade
+
+    subs = tmp_path / "submitted"
+    _submit(subs, "bob", "tiny", b"{}")  # a notebook (not a valid one: no sandbox needed to grade it)
+    _submit(subs, "dave", "tiny", None)
+    real = distributed_grade.grade_on_worker
+
+    def broken_for_notebooks(submission, *args):
+        if submission["notebook"] is not None:
+            raise RuntimeError("No space left on device\n(second line)")
+        return real(submission, *args)
+
+    out, stream = tmp_path / "out", io.StringIO()
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        monkeypatch.setattr(distributed_grade, "grade_on_worker", broken_for_notebooks)
+        with pytest.raises(UsageError) as failed:
+            distributed_grade.grade_on_cluster(cluster.scheduler_address, subs, out, source=TINY_SOURCE,
+                                               progress_stream=stream)
+        assert str(failed.value).startswith("1 submission(s) not graded on the cluster: "
+                                            "bob/tiny (RuntimeError: No space left on device)")
+        assert "\n" not in str(failed.value)
+        assert not (out / "bob").exists() and (out / "dave" / "tiny" / "results.json").is_file()
+        assert (out / "grades.csv").read_text().count("\n") == 2  # header + dave
+        monkeypatch.setattr(distributed_grade, "grade_on_worker", real)
+        stream = io.StringIO()
+        rows = distributed_grade.grade_on_cluster(cluster.scheduler_address, subs, out, source=TINY_SOURCE,
+                                                  progress_stream=stream)
+    assert "1/1 (1 already graded" in stream.getvalue()
+    bob = {r.student: r.results for r in rows}["bob"]
+    assert bob.score == 0 and "not a Jupyter notebook" in bob.output, bob.output
 
 
 # --- the README's recipes -------------------------------------------------------------------
