@@ -97,6 +97,14 @@ def replica_loss(model, x, y, global_batch_size):
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
     return tf.reduce_mean(per_example_loss(model, x, y)) / replicas
 '''
+# Clause 2: the replica's mean times its share of the batch: right for 4 + 3, but a replica
+# that gets no example (a global batch of 1) returns the mean of nothing (NaN) times 0.
+MEAN_TIMES_SHARE = '''
+def replica_loss(model, x, y, global_batch_size):
+    per_example = per_example_loss(model, x, y)
+    share = tf.cast(tf.shape(per_example)[0], per_example.dtype)
+    return tf.reduce_mean(per_example) * share / tf.cast(global_batch_size, per_example.dtype)
+'''
 REPLICA_LOSS_DIVIDE = '''
 def replica_loss(model, x, y, global_batch_size):
     per_example = per_example_loss(model, x, y)
@@ -250,6 +258,19 @@ def distributed_mean_loss(strategy, model, dataset):
     return run_all(strategy.experimental_distribute_dataset(dataset)).numpy().item()
 '''
 
+# Right: every replica's per-example losses gathered with strategy.gather (a second
+# strategy in the hidden tests used to make its collectives clash: issue 21).
+EVAL_GATHER = '''
+def distributed_mean_loss(strategy, model, dataset):
+    @tf.function
+    def losses_of(batch):
+        per_replica = strategy.run(lambda x, y: per_example_loss(model, x, y), args=batch)
+        return strategy.gather(per_replica, axis=0)
+
+    losses = [losses_of(batch) for batch in strategy.experimental_distribute_dataset(dataset)]
+    return float(tf.reduce_mean(tf.concat(losses, axis=0)))
+'''
+
 # Rebinds the locked strategy: the visible test would use a one-device strategy.
 REBIND_STRATEGY = EVAL_WITHOUT_STRATEGY + '''
 strategy = tf.distribute.OneDeviceStrategy("/CPU:0")
@@ -319,6 +340,18 @@ CASES = [
         breaks={"test-build": 4, "test-train": 3},
         messages={"test-build": "no state yet", "test-train": "outside strategy.run"},
         hostile="reads-course-files",
+    ),
+    WrongAnswer(
+        name="clause2_mean_times_share_nan_on_empty_replica",
+        replace={"answer-replica-loss": MEAN_TIMES_SHARE},
+        expect={**FULL, "test-replica-loss": 0},
+        breaks={"test-replica-loss": 2},
+        messages={"test-replica-loss": "global batch of 1"},
+    ),
+    RightAnswer(
+        name="right_gather_eval",
+        replace={"answer-eval": EVAL_GATHER},
+        expect=FULL,
     ),
     WrongAnswer(
         name="hostile_silenced_errors_on_the_release",
