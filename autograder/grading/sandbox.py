@@ -68,8 +68,9 @@ SANDBOX_PREFIX = "autograder-sandbox-"  # + the grader's pid: a dead grader's le
 CGROUP_PREFIX = "autograder-"
 KERNEL_CONFIG_ENV = "AUTOGRADER_SANDBOX_KERNEL"
 # Passed through to the kernel from the grader's environment; nothing else is.
+# TF_ENABLE_ONEDNN_OPTS: the grader chooses the CPU kernels (oneDNN on or off) a submission runs with.
 PASS_ENV = ("AUTOGRADER_PROFILE", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-            "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH", "TF_FORCE_GPU_ALLOW_GROWTH")
+            "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_ENABLE_ONEDNN_OPTS")
 
 
 @dataclass(frozen=True)
