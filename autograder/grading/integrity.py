@@ -323,6 +323,7 @@ class Snapshot:
         found = []
         if sys.gettrace() is not self.hooks.get("trace"):
             found.append("a trace function was installed (sys.settrace)")
+        found += [f"the kernel guard refused: {why}" for why in self.hooks.get("refused", list)()]
         if self.hooks.get("traces_set", lambda: 0)():
             found.append("a trace or profile function was set (sys.settrace/sys.setprofile), which can skip "
                          "a test's lines")
@@ -604,6 +605,9 @@ def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool, al
         "            profile = current_profile().to_dict()\n"
         "        except Exception as exc:\n"
         "            profile = {'name': 'unknown', 'error': str(exc)}\n"
+        "    # Last, so that nothing above runs under it; still before any learner cell.\n"
+        "    from autograder.checks import kernel_guard\n"
+        f"    snap.hooks['refused'] = kernel_guard.install(learner_dirs={list(writable)!r})\n"
         f"    print({token!r} + 'ready' + json.dumps(profile), flush=True)\n"
         "_autograder_bootstrap()\n"
         "del _autograder_bootstrap\n"

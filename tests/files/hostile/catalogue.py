@@ -297,7 +297,8 @@ CASES = [
          {"test-word": "sys.exit"}),
     Case("os-exit", answers(double="import os\nos._exit(3)\n"), ZERO,
          {"test-double": "kernel died", "test-word": "later cells did not run"}, note="kernel died"),
-    Case("segfault", answers(word="import ctypes\nctypes.string_at(0)\n"), DOUBLE_ONLY,
+    # ctypes is refused by the kernel guard; faulthandler._read_null (a real NULL read) still crashes it.
+    Case("segfault", answers(word="import faulthandler\nfaulthandler._read_null()\n"), DOUBLE_ONLY,
          {"test-word": "kernel died"}),
     Case("memory-bomb", answers(double="hog = []\nwhile True:\n    hog.append(bytearray(64 * 2**20))\n"), ZERO,
          {"test-double": "memory"}, note="memory"),
@@ -323,7 +324,8 @@ CASES = [
         DOUBLE_ONLY, {"test-word": "autograder.checks.timing.compare_outputs was replaced"}),
     Case("replaced-grader-code", answers(
         word="import autograder.checks.timing as t\nt.compare_outputs.__code__ = (lambda *a, **k: None).__code__\nSECRET_WORD = 'x'\n"),
-        DOUBLE_ONLY, {"test-word": "the code of autograder.checks.timing.compare_outputs was replaced"}),
+        DOUBLE_ONLY, {"test-word": "integrity: the kernel guard refused: notebooks may not change __code__ of "
+                                   "compare_outputs"}),
     Case("shadowed-grader-name", answers(word="compare_outputs = lambda *a, **k: None\nSECRET_WORD = 'wrong'\n"),
          DOUBLE_ONLY, {"test-word": "the notebook's compare_outputs is not the grader's"}),
     Case("swallowed-failures", answers(
