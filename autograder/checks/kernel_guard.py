@@ -67,7 +67,11 @@ NOT refused, because CPython 3.11 raises no audit event for them (checked by
 And a trusted function that calls a callable it is given (``tf.nest.map_structure``,
 ``sorted(key=...)`` is C and so fine) can still call ``sys._getframe`` or
 ``gc.get_referrers`` on the learner's behalf: the hook then sees a trusted
-caller.  This is a lock on the doors Python can watch, not a sandbox.
+caller.  Likewise importlib's own functions, called directly, still compile
+code under any file name (the hook lets imports compile), and a trusted
+function's code can be run with the learner's globals
+(``types.FunctionType(code, globals)`` raises no event).  This is a lock on the
+doors Python can watch, not a sandbox.
 """
 from __future__ import annotations
 
