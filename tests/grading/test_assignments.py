@@ -47,10 +47,10 @@ _BATCHES: dict[str, dict] = {}
 
 
 def _targets(case) -> set[str]:
-    """The parts a wrong answer must lose; every part for a right answer."""
+    """The parts a wrong answer must lose (and those it must keep); every part for a right answer."""
     if isinstance(case, wrong_answers.RightAnswer):
         return set(case.expect)
-    return {gid for gid, score in case.expect.items() if score == 0}
+    return {gid for gid, score in case.expect.items() if score == 0} | set(case.keeps)
 
 
 def _grade_case(assignment: str, case, folder: Path):
@@ -106,7 +106,7 @@ def _scores(results) -> dict[str, float]:
 
 @pytest.mark.parametrize("name", assignments())
 def test_solution_scores_full_marks(name):
-    results = run_notebook(notebook_for(SOLUTIONS, name))
+    results = run_notebook(notebook_for(SOLUTIONS, name)).results
     failed = {t.name: t.output for t in results.tests if t.score < t.max_score}
     assert not failed, f"{name}: solution lost points: {json.dumps(failed, indent=1)}"
     assert 3 <= len(results.tests) <= 6, f"{name}: an exercise has 3 to 6 graded parts, found {len(results.tests)}"
@@ -117,7 +117,7 @@ def test_solution_scores_full_marks(name):
 def test_released_exercise_scores_zero_without_crashing(name):
     path = notebook_for(EXERCISES, name)
     assert path.exists(), f"exercises/{name} is missing: run `make exercises`"
-    results = run_notebook(path, source=notebook_for(SOLUTIONS, name))
+    results = run_notebook(path, source=notebook_for(SOLUTIONS, name)).results
     assert results.output == "", f"the exercise run stopped early: {results.output}"
     assert results.score == 0, f"{name}: the unanswered exercise scored {results.score}: {_scores(results)}"
     solution_parts = [p.grade_id for p in nbtools.graded_parts(nbtools.load(notebook_for(SOLUTIONS, name)))]

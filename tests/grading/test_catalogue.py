@@ -130,3 +130,14 @@ def test_readme_states_the_catalogue_as_it_is():
     stated = (f"{parts} parts with {clauses} clauses; {wrong} wrong-answer cases ({breaks} clause breaks, "
               f"counting the hostile cases'), {right} right-answer cases and {hostile} hostile cases")
     assert stated in text, f"README.md should say: {stated}"
+
+
+@pytest.mark.parametrize("name", assignments())
+def test_kept_parts_expect_full_marks(name):
+    """A wrong answer's ``keeps`` (parts that a failure elsewhere must not cost points)
+    are parts of the exercise that it expects to keep whole."""
+    parts = {p.grade_id: p.points for p in nbtools.graded_parts(nbtools.load(notebook_for(SOLUTIONS, name)))}
+    for case in catalogues().get(name, []):
+        for gid in getattr(case, "keeps", ()):
+            assert gid in parts, f"{name} {case.name}: keeps {gid!r}, which is not a part"
+            assert case.expect.get(gid) == parts[gid], f"{name} {case.name}: a kept part must expect full marks"

@@ -9,6 +9,8 @@ the score every graded part must get, plus text its feedback must contain.
   violates for each part it targets (``{test grade_id: clause number}``, the
   numbers of the part's "Specification" list in its text); that part must
   score 0.  Mutations of independent parts may share one case to save a run.
+  Parts named in ``keeps`` are graded as well and must get their ``expect``
+  (full marks): a failure elsewhere must not cost them points.
 - A :class:`RightAnswer` is a correct answer written differently from the
   reference; every part scores full marks.
 - ``hostile`` cases try to get marks without the work (the five classes of
@@ -31,6 +33,8 @@ class WrongAnswer:
     messages: dict[str, str] = field(default_factory=dict)  # test grade_id -> substring of feedback
     breaks: dict[str, int] = field(default_factory=dict)    # test grade_id -> spec clause number broken
     hostile: str = ""                # which attack class, for hostile cases (see HOSTILE_CLASSES)
+    # parts it must NOT lose, graded too (part independence: a failing earlier part leaves them whole)
+    keeps: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

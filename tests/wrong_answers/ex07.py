@@ -194,6 +194,28 @@ class _Kernel(str):
 SWISH_COMPUTE = _Kernel("    context->set_output(0, context->input(0));\\n")
 '''
 
+# test-gradient 1: float64 inputs raise.  Part 4 runs in float32 and must keep its marks
+# although the gradient parts' tests stop early (they used to leave TensorFlow collecting
+# run metadata that part 4 then counted: issue 21).
+GRADIENT_FLOAT32_ONLY = '''
+def swish_grad(op, dy):
+    x = op.inputs[0]
+    if x.dtype == tf.float64:
+        raise TypeError("this gradient handles float32 only")
+    beta = tf.cast(op.get_attr("beta"), x.dtype)
+    s = tf.sigmoid(beta * x)
+    return dy * (s + beta * x * s * (1 - s))
+'''
+
+# Right: the one-element list TensorFlow's gradient convention allows (one gradient per input).
+GRADIENT_AS_LIST = '''
+def swish_grad(op, dy):
+    (x,) = op.inputs
+    beta = tf.constant(op.get_attr("beta"), dtype=x.dtype)
+    sig = tf.math.sigmoid(beta * x)
+    return [dy * sig * (1 + beta * x * (1 - sig))]
+'''
+
 CASES = [
     WrongAnswer(
         name="ignores_beta_and_no_product_rule",
@@ -241,6 +263,19 @@ CASES = [
     RightAnswer(
         name="pointers_and_output",
         replace={"answer-kernel": KERNEL_POINTERS, "answer-gradient": GRADIENT_FROM_OUTPUT},
+        expect=FULL,
+    ),
+    WrongAnswer(
+        name="gradient_float32_only_placement_kept",
+        replace={"answer-gradient": GRADIENT_FLOAT32_ONLY},
+        expect={**FULL, "test-gradient": 0, "test-gradient-numeric": 0},
+        breaks={"test-gradient": 1},
+        messages={"test-gradient": "float32 only"},
+        keeps=("test-device",),
+    ),
+    RightAnswer(
+        name="gradient_as_one_element_list",
+        replace={"answer-gradient": GRADIENT_AS_LIST},
         expect=FULL,
     ),
     WrongAnswer(
