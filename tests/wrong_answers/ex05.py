@@ -35,6 +35,17 @@ def fast_pipeline(ids):
     return ds.batch(16, drop_remainder=True).map(parse).prefetch(2).with_options(options)
 '''
 
+# 1.2: fast, but lets tf.data yield records as they arrive (deterministic off): reads take
+# 2 to 14 ms, so the records come out of order (with every read 8 ms they seldom did).
+OUT_OF_ORDER = '''
+def fast_pipeline(ids):
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = 16
+    options.deterministic = False      # order does not matter for speed
+    ds = tf.data.Dataset.from_tensor_slices(ids).map(read_record, num_parallel_calls=16)
+    return ds.map(parse, num_parallel_calls=4).batch(16).prefetch(2).with_options(options)
+'''
+
 # 1.1 (duck-typed): an iterable of the right batches, read 16 at a time by a
 # thread pool: fast and right, but not a tf.data.Dataset.
 NOT_A_DATASET = '''
@@ -240,6 +251,13 @@ CASES = [
         messages={P1: "must return a tf.data.Dataset", P2: "must return a tf.data.Dataset",
                   P3: "loops over the rows"},
         hostile="duck-typed",
+    ),
+    WrongAnswer(
+        name="out_of_order_reads",
+        replace={A1: OUT_OF_ORDER},
+        expect={**FULL, P1: 0},
+        breaks={P1: 2},
+        messages={P1: "batches in order"},
     ),
     WrongAnswer(
         name="silenced_errors_released",
