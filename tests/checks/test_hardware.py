@@ -105,6 +105,9 @@ def test_the_environment_variable_is_read_as_tensorflow_reads_it(value, forced):
 
 
 def test_an_ignored_value_is_named_in_the_description(monkeypatch):
+    # The prediction path: once this process imported TensorFlow, its answer is fixed
+    # by the setting the suite started with (=0 or =1), whatever the variable says now.
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
     monkeypatch.setenv(hardware.ONEDNN_ENV, "yes")
     status = hardware.onednn_status()
     assert status.forced is None and status.enabled is status.default
