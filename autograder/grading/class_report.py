@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import csv
 import io
-import json
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from pathlib import Path
 from autograder.errors import UsageError
 from autograder.grading import feedback, pipeline
 from autograder.grading import notebook as nbtools
-from autograder.grading.results import Results
+from autograder.grading.results import Results, graded_files
 
 STATUSES = ("passed", "failed", "inconclusive", "error", "missing", "skipped")
 SLOWEST = 10
@@ -55,13 +54,11 @@ def read_graded(out: Path | str) -> tuple[list[Graded], list[Path]]:
     if not out.is_dir():
         raise UsageError(f"{out}: no such folder; give the folder `grade --out` wrote")
     graded, broken = [], []
-    for path in sorted(out.glob("*/*/results.json")):
-        try:
-            results = Results.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    for student, assignment, path, results in graded_files(out):
+        if results is None:
             broken.append(path)
-            continue
-        graded.append(Graded(path.parent.parent.name, path.parent.name, results))
+        else:
+            graded.append(Graded(student, assignment, results))
     if not graded:
         what = f" ({len(broken)} unreadable)" if broken else ""
         raise UsageError(f"{out}: no graded submissions{what}; expected <student>/<assignment>/results.json "

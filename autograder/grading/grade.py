@@ -18,7 +18,6 @@ never fatal, and runs in its own tree, so it cannot change a neighbour's score.
 """
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -34,7 +33,7 @@ from autograder.grading import exporters, feedback, pipeline, sandbox
 from autograder.errors import UsageError
 from autograder.atomic import write_atomic
 from autograder.grading.exporters.base import Graded, Roster, Row, read_timestamp
-from autograder.grading.results import Results
+from autograder.grading.results import Results, read_results
 
 
 
@@ -74,13 +73,6 @@ def needs_grading(out: Path, sub: Submission) -> bool:
     graded_at = results_path.stat().st_mtime
     changed = [p for p in (sub.notebook, sub.folder / "timestamp.txt") if p is not None and p.is_file()]
     return any(p.stat().st_mtime > graded_at for p in changed)
-
-
-def read_results(path: Path) -> Results | None:
-    try:
-        return Results.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
 
 
 class Progress:

@@ -74,6 +74,23 @@ class Results:
         )
 
 
+def read_results(path: Path) -> Results | None:
+    """The ``Results`` in ``path``, or None when it is missing, half-written or not a
+    results file (``grade`` regrades such a submission; readers skip or list it)."""
+    try:
+        return Results.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def graded_files(out_dir: Path) -> list[tuple[str, str, Path, Results | None]]:
+    """``(student, assignment, path, results or None)`` for every
+    ``out_dir/<student>/<assignment>/results.json``, in path order: the one scan of a
+    ``grade --out`` folder (the class report and the gradebook exporters read it)."""
+    return [(path.parent.parent.name, path.parent.name, path, read_results(path))
+            for path in sorted(Path(out_dir).glob("*/*/results.json"))]
+
+
 def zero_results(parts, message: str, *, status: str = "error", notebook: str = "") -> Results:
     """Every one of ``parts`` (each with ``grade_id`` and ``points``) scored 0 with
     ``message``: the one place a whole submission's zero is built."""

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from autograder.errors import UsageError
-from autograder.grading.results import Results
+from autograder.grading.results import Results, graded_files
 
 ROSTER_KEY = "id"
 
@@ -148,14 +147,9 @@ def read_graded(out_dir: Path | str, submissions: Path | str | None = None) -> G
     if not out_dir.is_dir():
         raise UsageError(f"{out_dir}: no such folder; give the --out folder of a `grade` run")
     rows = []
-    for path in sorted(out_dir.glob("*/*/results.json")):
-        assignment, student = path.parent.name, path.parent.parent.name
-        if student.startswith(".") or assignment.startswith("."):
-            continue
-        try:
-            results = Results.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError, KeyError):
-            continue  # a half-written file: `grade` regrades that submission
+    for student, assignment, _path, results in graded_files(out_dir):
+        if student.startswith(".") or assignment.startswith(".") or results is None:
+            continue  # None: a half-written file, which `grade` regrades
         stamp = read_timestamp(Path(submissions) / student / assignment) if submissions else ""
         rows.append(Row(student, assignment, results, stamp))
     if not rows:
