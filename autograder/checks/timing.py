@@ -311,7 +311,14 @@ def _timed_calls(fn: Callable, arg_sets: list[tuple]) -> tuple[float, list[Any]]
     the fastest of several calls is the best estimate of the function's own
     cost on a busy machine.  Every call gets its own inputs, so a function
     that remembers its last answer gains nothing.  The garbage collector is
-    paused so a collection of someone else's garbage is not billed here."""
+    paused so a collection of someone else's garbage is not billed here.
+
+    A side that times itself from outside -- the judge's handle on a learner's
+    function (:class:`autograder.checks.probe.LearnerFunction`) -- has
+    ``timed_calls``: its calls run in the learner's kernel, one request each,
+    timed by the sandbox worker from request to reply, less the round trip."""
+    if callable(getattr(fn, "timed_calls", None)):
+        return fn.timed_calls(arg_sets)
     outs: list[Any] = []
     best = math.inf
     gc_was_on = gc.isenabled()

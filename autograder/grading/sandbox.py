@@ -61,6 +61,8 @@ import nbformat  # noqa: E402
 from autograder.grading import integrity  # noqa: E402
 from autograder.grading import notebook as nbtools  # noqa: E402
 from autograder.grading.results import Results, TestResult, zero_results  # noqa: E402
+from autograder.judge import client as judge_client  # noqa: E402
+from autograder.judge import protocol, verdict  # noqa: E402
 
 MAX_NOTEBOOK_BYTES = 200 * 1024 * 1024
 KERNEL_NAME = "autograder-sandbox"
@@ -99,6 +101,8 @@ class Prepared:
     include_tf: bool = False
     notebook: Any = None
     error: str = ""
+    judge_cells: list[str] = field(default_factory=list)  # the source's locked code cells, for the judge
+    judged: dict[str, str] = field(default_factory=dict)  # test gid -> the hidden test the judge runs
 
 
 def hidden_test_lines(source_nb) -> list[str]:
@@ -179,6 +183,12 @@ def prepare(submission: Path, source: Path) -> Prepared:
             else:
                 prepared.cells.append({"kind": "code", "source": cell.source, "label": label})
     prepared.include_tf = any("tensorflow" in c.source for c in source_nb.cells if c.cell_type == "code")
+    prepared.judge_cells = [c.source for c in source_nb.cells if c.cell_type == "code"
+                            and not nbtools.is_answer_cell(c) and not nbtools.is_test_cell(c)]
+    for gid, test_source in prepared.tests.items():
+        judged = judge_client.judge_source(test_source)
+        if judged is not None:
+            prepared.judged[gid] = judged
     merged.cells = [c for c in merged.cells if not nbtools.is_test_cell(c)]
     prepared.notebook = merged
     return prepared
@@ -464,6 +474,7 @@ class _Run:
     note: str = ""
     sandbox: dict = field(default_factory=dict)
     profile: dict | None = None
+    judge: Any = None  # the judge process, when some part has a judged hidden test
 
 
 def _job(workdir: Path, prepared: Prepared, limits: Limits, hidden_dirs: list, isolate: bool,
@@ -496,6 +507,8 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
     cgroups = _Cgroups(limits) if isolate else None
     proc = None
     run = _Run(profile=profile)
+    # Started first: its TensorFlow import overlaps the kernel's start and the learner's cells.
+    run.judge = judge_client.Judge(prepared.judge_cells, data_files) if prepared.judged else None
     try:
         os.chmod(workdir, 0o755)
         _copy_inputs(workdir, prepared, submission, data_files)
@@ -512,6 +525,8 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
         run.note = run.note or "the sandbox stopped unexpectedly; parts that had not finished score 0"
     finally:
         log_tail = _clean_up(proc, cgroups, workdir, log_path)
+        if run.judge is not None:
+            run.judge.close()
     results = Results(notebook=submission.name, profile=run.profile, output=run.note,
                       tests=_collect(prepared, run))
     if run.note.startswith(("the sandbox stopped", "the sandbox failed")) and log_tail:
@@ -541,10 +556,14 @@ def _converse(proc: subprocess.Popen, job: dict, prepared: Prepared, limits: Lim
             event = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if "need" in event:
-            reply = {"source": prepared.tests.get(event["need"], "")}
-            proc.stdin.write((json.dumps(reply) + "\n").encode())
-            proc.stdin.flush()
+        if event.get("type") == "Test":
+            test = protocol.decode(line, protocol.Test)
+            if test.grade_id in prepared.judged:
+                _write(proc, protocol.encode(protocol.Serve()))
+                run.received.setdefault(test.grade_id, _judge_part(proc, lines, prepared, test, run, deadline))
+                _write(proc, protocol.encode(protocol.End()))
+            else:
+                _write(proc, protocol.encode(protocol.Source(prepared.tests.get(test.grade_id, ""))))
         elif "part" in event:
             test = TestResult(**event["part"])
             run.received.setdefault(test.name, test)
@@ -553,6 +572,46 @@ def _converse(proc: subprocess.Popen, job: dict, prepared: Prepared, limits: Lim
             run.sandbox = event["done"].get("sandbox", {})
             run.profile = event["done"].get("profile") or run.profile
             return
+
+
+def _write(proc: subprocess.Popen, line: str) -> None:
+    proc.stdin.write(line.encode())
+    proc.stdin.flush()
+
+
+class _WorkerGone(Exception):
+    """The worker stopped (or sent something else) while the judge waited for a probe."""
+
+
+def _judge_part(proc: subprocess.Popen, lines: queue.Queue, prepared: Prepared, test, run: _Run,
+                deadline: float) -> TestResult:
+    """Have the judge run one part's hidden test, relaying its probes to the worker."""
+    points = next((p.points for p in prepared.parts if p.grade_id == test.grade_id), 0.0)
+
+    def relay(probe: protocol.Probe) -> protocol.ProbeResult:
+        _write(proc, protocol.encode(probe))
+        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        if line is None:
+            lines.put(None)  # the conversation's own loop must see the end too
+            raise _WorkerGone("the sandbox stopped")
+        try:
+            return protocol.decode(line, protocol.ProbeResult)
+        except protocol.ProtocolError:
+            raise _WorkerGone("the sandbox answered out of turn") from None
+
+    if test.pending:
+        return verdict.decide(test.grade_id, points, pending=test.pending)
+    try:
+        found = run.judge.judge(test.grade_id, prepared.judged[test.grade_id], relay, deadline)
+    except (TimeoutError, queue.Empty):
+        return verdict.decide(test.grade_id, points, failure="the notebook's time ran out while this part was judged")
+    except _WorkerGone as exc:
+        return verdict.decide(test.grade_id, points, failure=f"{exc} while this part was judged")
+    except judge_client.JudgeFailed as exc:
+        return verdict.decide(test.grade_id, points, failure=(
+            f"the grader's judge failed on this part ({exc}); grade again, and tell the course maintainers "
+            "if it keeps failing"))
+    return verdict.decide(test.grade_id, points, verdict=found)
 
 
 def _clean_up(proc: subprocess.Popen | None, cgroups: "_Cgroups | None", workdir: Path, log_path: Path) -> str:

@@ -29,6 +29,7 @@ from pathlib import Path
 from autograder.grading import integrity, runner
 from autograder.grading.results import TestResult
 from autograder.grading.sandbox import KERNEL_CONFIG_ENV, KERNEL_NAME, Limits, clean_env
+from autograder.judge import protocol
 
 import nbformat  # noqa: E402,I001  (after autograder.grading.sandbox, which keeps its import fast)
 
@@ -370,10 +371,77 @@ class _Worker:
         self.out.write(json.dumps(event) + "\n")
         self.out.flush()
 
-    def test_source(self, grade_id: str) -> str:
-        self.send({"need": grade_id})
-        reply = json.loads(self.inp.readline() or "{}")
-        return reply.get("source", "")
+    def reach_test(self, grade_id: str, pending: str):
+        """Tell the grader a test cell is next; it answers Source (run it here) or Serve (the judge asks)."""
+        self.out.write(protocol.encode(protocol.Test(grade_id, pending)))
+        self.out.flush()
+        return protocol.decode(self.inp.readline(), protocol.Source, protocol.Serve)
+
+    def serve_probes(self) -> None:
+        """Run the judge's probes in the kernel until End; the kernel is stopped (SIGSTOP) between them,
+        so nothing of the learner's runs while the judge computes or times its own side."""
+        from nbclient.exceptions import DeadKernelError
+
+        dead = ""
+        self.freeze(True)
+        try:
+            while True:
+                message = protocol.decode(self.inp.readline(), protocol.Probe, protocol.End)
+                if isinstance(message, protocol.End):
+                    break
+                if dead:
+                    result = protocol.ProbeResult(_probe_error("KernelDied", dead), 0.0)
+                else:
+                    try:
+                        result = self.run_probe(message)
+                    except DeadKernelError:
+                        dead = self.death_reason("a hidden test's call of your code")
+                        result = protocol.ProbeResult(_probe_error("KernelDied", dead), 0.0)
+                self.out.write(protocol.encode(result))
+                self.out.flush()
+        finally:
+            self.freeze(False)
+        if dead:
+            raise DeadKernelError(dead)
+
+    def run_probe(self, message) -> "protocol.ProbeResult":
+        """One probe as one cell, timed here (outside the kernel) from request to reply."""
+        token = "AGP" + secrets.token_hex(12)
+        request = {k: v for k, v in asdict(message).items()}
+        source = (f"__import__('autograder.checks.probe', fromlist=['serve']).serve({token!r}, "
+                  f"{json.dumps(request)!r})")
+        self.freeze(False)
+        try:
+            start = time.perf_counter()
+            cell, index = self.run_cell(source, store_history=False)
+            wall = time.perf_counter() - start
+        finally:
+            self.freeze(True)
+        if index in self.client.timed_out:
+            return protocol.ProbeResult(_probe_error(
+                "Timeout", f"your code ran longer than {self.limits.cell_timeout_s:g} s and was stopped"), wall)
+        for line in runner.stdout_of(cell).splitlines():
+            if line.startswith(token):
+                return protocol.ProbeResult(line[len(token):], wall)
+        if index in self.client.overflowed:
+            return protocol.ProbeResult(_probe_error(
+                "Output", f"your code printed more than {self.limits.output_kb} KB; print less"), wall)
+        return protocol.ProbeResult(_probe_error("NoAnswer", "the call of your code did not return (did it "
+                                                 "change how cells run or print?)"), wall)
+
+    def freeze(self, stop: bool) -> None:
+        """SIGSTOP (or SIGCONT) every process under this worker: the kernel and all it started."""
+        import psutil
+
+        try:
+            victims = psutil.Process().children(recursive=True)
+        except psutil.Error:
+            return
+        for proc in victims:
+            try:
+                proc.send_signal(signal.SIGSTOP if stop else signal.SIGCONT)
+            except psutil.Error:
+                pass
 
     def kernel_pid(self) -> int | None:
         km = getattr(self.client, "km", None)
@@ -474,7 +542,14 @@ class _Worker:
                         if spec["kind"] == "locked" and not tampered:
                             tampered = self.check_integrity([], freeze=spec["binds"], label=label)
                         continue
-                    source = self.test_source(spec["grade_id"])
+                    if not tampered:  # the locked cells' names are still theirs (the judge's probes call them)
+                        tampered = self.check_integrity([])
+                    reply = self.reach_test(spec["grade_id"], pending or tampered_message(tampered))
+                    if isinstance(reply, protocol.Serve):
+                        self.serve_probes()
+                        pending = ""
+                        continue
+                    source = reply.source
                     names = integrity.global_names(source)
                     if not tampered:
                         tampered = self.check_integrity(names)
@@ -544,6 +619,14 @@ class _Worker:
             return TestResult(gid, 0.0, points, pending, "visible", "failed")
         return runner.score_test(cell, grade_id=gid, points=points, reply=self.client.replies.get(index),
                                  sentinel=sentinel)
+
+
+def _probe_error(ename: str, message: str) -> str:
+    return json.dumps({"error": {"type": ename, "message": message}})
+
+
+def tampered_message(tampered: list[str]) -> str:
+    return integrity.message(tampered) if tampered else ""
 
 
 def _error_text(cell) -> str:

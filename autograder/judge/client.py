@@ -1,0 +1,135 @@
+"""The grader's side of the judge: start one, hand it parts, relay its requests.
+
+:class:`Judge` starts ``autograder.judge.process`` as a clean fresh process
+(``python -I``, an allowlisted environment, a private working folder holding a
+copy of the assignment's data files), outside the sandbox the learner's kernel
+runs in.  :meth:`Judge.judge` sends it one part's hidden test and relays every
+:class:`~autograder.judge.protocol.Probe` it asks to the sandbox worker, which
+runs it in the learner's kernel.
+"""
+from __future__ import annotations
+
+import queue
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from autograder.checks import clean_subprocess
+from autograder.judge import protocol as p
+
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+_JUDGE_DEF = re.compile(r"^def __ag_judge\(", re.MULTILINE)
+START_TIMEOUT_S = 300.0
+
+
+def hidden_block(test_source: str) -> str:
+    """The lines between the hidden-test markers of a test cell ("" if none)."""
+    lines, inside = [], False
+    for line in test_source.splitlines():
+        marker = line.strip()
+        if marker.startswith(HIDDEN_BEGIN):
+            inside = True
+        elif marker.startswith(HIDDEN_END):
+            inside = False
+        elif inside:
+            lines.append(line)
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def judge_source(test_source: str) -> str | None:
+    """The hidden test the judge runs for this cell, or None when the cell has no ``__ag_judge``."""
+    block = hidden_block(test_source)
+    return block if _JUDGE_DEF.search(block) else None
+
+
+class JudgeFailed(RuntimeError):
+    """The judge process stopped or broke the protocol (the grader's failure, not the learner's)."""
+
+
+def _reader(stream, out: queue.Queue) -> None:
+    for line in iter(stream.readline, b""):
+        out.put(line.decode("utf-8", "replace"))
+    out.put(None)
+
+
+class Judge:
+    """One judge process for one submission's parts (see the module docstring)."""
+
+    def __init__(self, cells: list[str], data_files: list[Path]) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="autograder-judge-"))
+        for path in data_files:
+            target = self.folder / Path(path).name
+            if Path(path).is_dir():
+                shutil.copytree(path, target, dirs_exist_ok=True)
+            elif Path(path).is_file():
+                shutil.copy2(path, target)
+        self.log = open(self.folder.with_name(self.folder.name + ".log"), "wb")
+        self.proc = subprocess.Popen(
+            clean_subprocess.python_argv("autograder.judge.process"), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.log, cwd=self.folder, start_new_session=True,
+            env=clean_subprocess.clean_env({"HOME": str(self.folder), "MPLBACKEND": "Agg"}))
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_reader, args=(self.proc.stdout, self.lines), daemon=True).start()
+        self._send(p.Start(list(cells), str(self.folder)))
+        self.locked_errors: list[str] | None = None
+
+    def _send(self, message) -> None:
+        try:
+            self.proc.stdin.write(p.encode(message).encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise JudgeFailed("the judge process stopped") from None
+
+    def _next(self, deadline: float, *expected: type):
+        try:
+            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise TimeoutError from None
+        if line is None:
+            raise JudgeFailed(f"the judge process stopped (exit {self.proc.poll()}): {self.log_tail()}")
+        try:
+            return p.decode(line, *expected)
+        except p.ProtocolError as exc:
+            raise JudgeFailed(f"the judge broke the protocol: {exc}") from None
+
+    def wait_ready(self, deadline: float) -> list[str]:
+        if self.locked_errors is None:
+            self.locked_errors = self._next(min(deadline, time.monotonic() + START_TIMEOUT_S), p.Ready).errors
+        return self.locked_errors
+
+    def judge(self, grade_id: str, source: str, relay: Callable[[p.Probe], p.ProbeResult],
+              deadline: float) -> p.Verdict:
+        """Judge one part; ``relay`` runs a probe in the learner's kernel.  TimeoutError past ``deadline``."""
+        self.wait_ready(deadline)
+        self._send(p.Part(grade_id, source))
+        while True:
+            message = self._next(deadline, p.Probe, p.Verdict)
+            if isinstance(message, p.Verdict):
+                return message
+            self._send(relay(message))
+
+    def log_tail(self) -> str:
+        self.log.flush()
+        try:
+            return self.folder.with_name(self.folder.name + ".log").read_bytes()[-1500:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        try:
+            self._send(p.Stop())
+        except JudgeFailed:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        self.folder.with_name(self.folder.name + ".log").unlink(missing_ok=True)
+        shutil.rmtree(self.folder, ignore_errors=True)

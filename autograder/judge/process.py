@@ -1,0 +1,105 @@
+"""The judge process: ``python -I -m autograder.judge.process``, started by the grader.
+
+It runs the assignment's locked cells once (the grader's copy, from the source
+notebook), then judges one part per :class:`~autograder.judge.protocol.Part`:
+the part's hidden test runs here, in a fresh copy of that namespace, against a
+remote :class:`~autograder.checks.probe.Learner` whose requests travel to the
+grader (and on to the learner's kernel) over this process's stdin/stdout.
+References, hidden inputs, tolerances and timers never leave this process; what
+comes back from the kernel is plain data decoded here.  The learner's kernel
+cannot reach this process: it is not in the kernel's PID namespace or process
+tree, and it shares no file with it.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import time
+
+from autograder.checks import probe
+from autograder.judge import protocol as p
+
+MAX_MESSAGE_CHARS = 2000
+
+
+class RemoteLearner(probe.Learner):
+    """The learner's kernel, reached through the grader: one Probe out, one ProbeResult back."""
+
+    def __init__(self, out, inp) -> None:
+        self.out, self.inp = out, inp
+
+    def _request(self, request: dict) -> tuple[str, float]:
+        self.out.write(p.encode(p.Probe(**request)))
+        self.out.flush()
+        reply = p.decode(self.inp.readline(), p.ProbeResult)
+        return reply.response, reply.wall_s
+
+
+def _message(exc: BaseException) -> tuple[str, str]:
+    """(verdict status, message) for what a hidden test raised."""
+    from autograder.checks.timing import SpeedInconclusive
+
+    if isinstance(exc, SpeedInconclusive):
+        return "inconclusive", str(exc)
+    if isinstance(exc, AssertionError):
+        return "failed", str(exc) or "a check failed (no message)"
+    if isinstance(exc, probe.LearnerError):
+        if exc.ename == "NotImplementedError":
+            return "failed", "not answered yet: replace `raise NotImplementedError()` with your code"
+        if exc.ename in ("NameError", "AttributeError"):
+            return "failed", f"{exc} — did the answer cell above run without errors?"
+        return "failed", f"your code raised {exc}"
+    return "failed", f"{exc.__class__.__name__}: {exc}"
+
+
+def judge_part(source: str, base: dict, grade_id: str) -> p.Verdict:
+    """Run one hidden test in a copy of ``base``; the verdict and what it printed."""
+    namespace = dict(base)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(compile(source, f"<hidden test {grade_id}>", "exec"), namespace)
+    except Exception as exc:
+        status, message = _message(exc)
+        return p.Verdict(status, message[:MAX_MESSAGE_CHARS])
+    return p.Verdict("passed", (printed.getvalue().strip() or "passed")[:MAX_MESSAGE_CHARS])
+
+
+def run_locked_cells(cells: list[str]) -> tuple[dict, list[str]]:
+    """The namespace the locked cells leave (each run once, in order) and the errors they raised."""
+    namespace: dict = {"__name__": "__main__", "__builtins__": __builtins__}
+    errors = []
+    for number, cell in enumerate(cells, start=1):
+        try:
+            exec(compile(cell, f"<locked cell {number}>", "exec"), namespace)
+        except Exception as exc:  # a locked cell that needs the learner's names: the tests say what they need
+            errors.append(f"locked cell {number}: {exc.__class__.__name__}: {exc}"[:500])
+    return namespace, errors
+
+
+def main() -> int:
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # what TensorFlow or a locked cell prints cannot corrupt the protocol
+    inp = sys.stdin
+    start = p.decode(inp.readline(), p.Start)
+    os.chdir(start.cwd)
+    probe.JUDGE_LEARNER = RemoteLearner(out, inp)
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(sys.stderr):
+        base, errors = run_locked_cells(start.cells)
+    print(f"judge: locked cells in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    out.write(p.encode(p.Ready(errors)))
+    while True:
+        line = inp.readline()
+        if not line:
+            return 0
+        message = p.decode(line, p.Part, p.Stop)
+        if isinstance(message, p.Stop):
+            return 0
+        out.write(p.encode(judge_part(message.source, base, message.grade_id)))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
