@@ -10,13 +10,13 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "autograder"
-ROLES = ("checks", "grading", "course")
+ROLES = ("checks", "judge", "grading", "course")
 # Top-level modules: the package marker, ``python -m autograder``, the one CLI, and two
 # shared leaves every role may use.
 TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py"}
 # Process entry points the grader itself starts (not commands a person types).
 INTERNAL_ENTRY_POINTS = {"autograder.grading.sandbox_worker", "autograder.checks.placement_boot",
-                         "autograder.checks.savedmodel"}
+                         "autograder.checks.savedmodel", "autograder.judge.process"}
 MAX_FUNCTION_LINES = 80
 
 
@@ -94,6 +94,16 @@ def test_checks_never_import_the_engine_or_the_course_tools():
     """What runs in a learner's kernel must not pull in the grader (or be patched through it)."""
     for name, deps in import_graph().items():
         if name.startswith("autograder.checks"):
+            bad = sorted(d for d in deps if d.startswith(("autograder.grading", "autograder.course", "autograder.cli",
+                                                          "autograder.judge")))
+            assert not bad, f"{name} imports {bad}"
+
+
+def test_the_judge_imports_only_the_checks():
+    """The judge process runs instructors' hidden tests with the grader's trust: it needs the
+    checks (timing, plain data, probes) and nothing of the engine, the course tools or the CLI."""
+    for name, deps in import_graph().items():
+        if name.startswith("autograder.judge"):
             bad = sorted(d for d in deps if d.startswith(("autograder.grading", "autograder.course", "autograder.cli")))
             assert not bad, f"{name} imports {bad}"
 

@@ -62,7 +62,8 @@ from autograder.grading import integrity  # noqa: E402
 from autograder.grading import notebook as nbtools  # noqa: E402
 from autograder.grading.results import Results, TestResult, zero_results  # noqa: E402
 from autograder.judge import client as judge_client  # noqa: E402
-from autograder.judge import protocol, verdict  # noqa: E402
+from autograder.grading import verdict  # noqa: E402
+from autograder.judge import protocol  # noqa: E402
 
 MAX_NOTEBOOK_BYTES = 200 * 1024 * 1024
 KERNEL_NAME = "autograder-sandbox"

@@ -1,0 +1,56 @@
+"""A real judge process driven by the grader's client, its probes answered in this process."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from autograder.checks import probe
+from autograder.judge import client
+from autograder.judge import protocol as p
+
+HIDDEN = '''
+### BEGIN HIDDEN TESTS
+def __ag_judge(learner):
+    import numpy as _np
+    _x = _np.random.default_rng().normal(size=4)
+    _np.testing.assert_allclose(learner.call("triple", _x), SCALE * _x, err_msg="triple is wrong")
+    print("triple is right")
+__import__("autograder.checks.probe", fromlist=["judge_here"]).judge_here(__ag_judge, globals())
+### END HIDDEN TESTS
+'''
+
+
+def test_judge_source_is_the_hidden_block_of_a_judged_cell_only():
+    assert client.judge_source("assert True\n" + HIDDEN).lstrip().startswith("def __ag_judge(learner):")
+    assert client.judge_source("assert True\n### BEGIN HIDDEN TESTS\nassert 1\n### END HIDDEN TESTS\n") is None
+    assert client.judge_source("assert True\n") is None
+
+
+def _relay_to(namespace):
+    def relay(message: p.Probe) -> p.ProbeResult:
+        start = time.perf_counter()
+        text = probe.handle(p.encode(message)[:-1].replace('"type": "Probe", ', ""), namespace)
+        return p.ProbeResult(text, time.perf_counter() - start)
+    return relay
+
+
+def test_a_part_is_judged_in_the_judge_process(tmp_path):
+    data = tmp_path / "numbers.txt"
+    data.write_text("3")
+    judge = client.Judge(["import numpy as np\nSCALE = float(open('numbers.txt').read())"], [data])
+    try:
+        deadline = time.monotonic() + 120
+        assert judge.wait_ready(deadline) == []
+        right = {"np": np}
+        exec("def triple(x):\n    return 3 * x", right)
+        wrong = {"np": np}
+        exec("def triple(x):\n    return x + 3", wrong)
+        source = client.judge_source(HIDDEN)
+        passed = judge.judge("g", source, _relay_to(right), deadline)
+        failed = judge.judge("g", source, _relay_to(wrong), deadline)
+    finally:
+        judge.close()
+    assert (passed.status, passed.message) == ("passed", "triple is right")
+    assert failed.status == "failed" and "triple is wrong" in failed.message
+    assert not judge.folder.exists()
