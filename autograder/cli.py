@@ -128,15 +128,16 @@ def _add_check(sub) -> None:
                         "copy (default: the notebook itself, whose visible tests only run when it is a release)")
     parser.add_argument("--json", action="store_true",
                         help="print Gradescope's results.json shape (what ran: extra_data.tests_run)")
-    parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout_s,
-                        help="seconds one cell may run (default %(default)s, as in grade)")
+    parser.add_argument("--cell-timeout", type=float, default=None,
+                        help=f"seconds one cell may run (default: as grade, the course's grading.toml, else "
+                        f"{Limits.cell_timeout_s:g})")
     parser.set_defaults(func=_check)
 
 
 def _check(args: argparse.Namespace) -> int:
     from autograder.grading.check import check_notebook, format_results, full_marks
 
-    if args.cell_timeout <= 0:
+    if args.cell_timeout is not None and args.cell_timeout <= 0:
         raise UsageError("--cell-timeout must be a positive number of seconds")
     checked = check_notebook(args.notebook, source=args.source, parts=args.part, cell_timeout_s=args.cell_timeout)
     print(checked.to_json() if args.json else format_results(checked))
@@ -306,12 +307,14 @@ def _add_grade(sub) -> None:
     parser.add_argument("--nbgrader-feedback", nargs="?", const="auto", metavar="DIR",
                         help="also write feedback where `nbgrader release_feedback` finds it (DIR default: the "
                         "course's feedback/ folder; on by default when SUBMISSIONS is an nbgrader course's submitted/)")
-    parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout_s,
-                        help="seconds one cell may run (default %(default)s)")
-    parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout_s,
-                        help="seconds a whole notebook may run (default %(default)s)")
-    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
-                        help="memory per submission in MB (default %(default)s)")
+    parser.add_argument("--cell-timeout", type=float, default=None,
+                        help=f"seconds one cell may run (default: the course's grading.toml, else "
+                        f"{Limits.cell_timeout_s:g})")
+    parser.add_argument("--notebook-timeout", type=float, default=None,
+                        help=f"seconds a whole notebook may run (default: grading.toml, else "
+                        f"{Limits.notebook_timeout_s:g})")
+    parser.add_argument("--memory-mb", type=int, default=None,
+                        help=f"memory per submission in MB (default: grading.toml, else {Limits.memory_mb})")
     parser.add_argument("--export", action="append", metavar="FORMAT",
                         help="also write this LMS gradebook beside grades.csv: canvas, moodle (repeatable or "
                         "comma-separated; nbgrader's grades.csv is always written)")
@@ -322,7 +325,7 @@ def _add_grade(sub) -> None:
 def _grade(args: argparse.Namespace) -> int:
     from autograder.grading.exporters import DEFAULT_FORMAT, EXPORTERS
     from autograder.grading.grade import grade, nbgrader_feedback_dir
-    from autograder.grading.sandbox import Limits
+    from autograder.grading.limits import Limits, with_overrides
 
     if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -330,8 +333,9 @@ def _grade(args: argparse.Namespace) -> int:
         raise UsageError("--workers and --scheduler do not go together: on a cluster, its workers' threads "
                          "say how many submissions run at once")
     formats, roster, assignment_ids = _export_settings(args, args.export)  # bad input fails before grading
-    limits = Limits(cell_timeout_s=args.cell_timeout, notebook_timeout_s=args.notebook_timeout,
-                    memory_mb=args.memory_mb)
+    overrides = {"cell_timeout_s": args.cell_timeout, "notebook_timeout_s": args.notebook_timeout,
+                 "memory_mb": args.memory_mb}
+    with_overrides(Limits(), overrides)  # a bad value fails before grading, in one line
     feedback_dir = nbgrader_feedback_dir(Path(args.submissions))
     if args.nbgrader_feedback not in (None, "auto"):
         feedback_dir = Path(args.nbgrader_feedback)
@@ -354,7 +358,7 @@ def _grade(args: argparse.Namespace) -> int:
         grade = partial(grade_on_cluster, args.scheduler)
     try:
         rows = grade(args.submissions, args.out, workers=args.workers, assignment=args.assignment,
-                     source=args.source, force=args.force, limits=limits, nbgrader_feedback=feedback_dir,
+                     source=args.source, force=args.force, limit_overrides=overrides, nbgrader_feedback=feedback_dir,
                      exports=formats, roster=roster, assignment_ids=assignment_ids)
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -16,11 +16,12 @@ hidden tests run too, and the report says that instead.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading import notebook as nbtools
-from autograder.grading import pipeline, sandbox
+from autograder.grading import pipeline
+from autograder.grading.limits import with_overrides
 from autograder.grading.results import Results
 
 MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERR ", "inconclusive": "????", "skipped": "SKIP", "missing": "MISS"}
@@ -95,7 +96,7 @@ def format_results(checked: Checked) -> str:
 
 
 def check_notebook(path: str | Path, *, source: str | Path | None = None, parts: list[str] | None = None,
-                   cell_timeout_s: float = sandbox.Limits.cell_timeout_s) -> Checked:
+                   cell_timeout_s: float | None = None) -> Checked:
     """Grade ``path`` against ``source`` (default: the notebook itself, as released);
     the notebook's sibling files are its data files.  ``parts``: only those parts."""
     path = Path(path)
@@ -103,7 +104,7 @@ def check_notebook(path: str | Path, *, source: str | Path | None = None, parts:
     source_path = Path(source) if source else path
     assignment = pipeline.load_assignment(source_path, data_files=pipeline.files_beside(path))
     only = pipeline.select_parts(assignment, parts)
-    limits = replace(sandbox.Limits(), cell_timeout_s=cell_timeout_s)
+    limits = with_overrides(assignment.limits, {"cell_timeout_s": cell_timeout_s})
     results = pipeline.grade_notebook(path, assignment, limits=limits, isolate=False, only_parts=only)
     results.notebook = str(path)
     if not results.tests:

@@ -96,13 +96,13 @@ def run_on_cluster(client: Client, batch: grading.Batch) -> None:
                                        key=f"assignment-{name}-{uuid.uuid4().hex[:8]}")
                    for name, a in batch.assignments.items()}
     hidden = [str(p) for p in batch.hidden]
-    limits = asdict(batch.limits)
     futures = {}
     for sub in batch.todo:
         payload = submission_payload(sub)
         if payload is None:  # unreadable or over the size limit: the pipeline says so without running it
             batch.record(sub, batch.grade_one(sub))
             continue
+        limits = asdict(batch.limits_for(sub.assignment))
         future = client.submit(grade_on_worker, payload, assignments[sub.assignment], limits, batch.isolate,
                                hidden, pure=False, key=f"grade-{sub.student}-{sub.assignment}-{uuid.uuid4().hex[:8]}")
         futures[future] = sub

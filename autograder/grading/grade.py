@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -33,6 +33,7 @@ from autograder.grading import exporters, feedback, pipeline, sandbox
 from autograder.errors import UsageError
 from autograder.atomic import write_atomic
 from autograder.grading.exporters.base import Graded, Roster, Row, read_timestamp
+from autograder.grading.limits import with_overrides
 from autograder.grading.results import Results, read_results
 
 
@@ -161,15 +162,23 @@ class Batch:
     todo: list[Submission]  # those not graded yet (or all, with force)
     assignments: dict[str, pipeline.Assignment]
     hidden: list[Path]  # folders no submission may read: source, submissions, out
-    limits: sandbox.Limits
+    limits: sandbox.Limits | None  # None: each assignment's own (grading.toml), with limit_overrides on top
     isolate: bool
     progress: Progress
     nbgrader_feedback: Path | None = None
+    limit_overrides: dict = field(default_factory=dict)
+
+    def limits_for(self, assignment: str) -> sandbox.Limits:
+        """The limits a submission of ``assignment`` gets."""
+        if self.limits is not None:
+            return self.limits
+        return with_overrides(self.assignments[assignment].limits, self.limit_overrides)
 
     def grade_one(self, sub: Submission) -> Results:
         """Grade ``sub`` on this machine through the pipeline, in its own sandbox."""
-        return pipeline.grade_notebook(sub.notebook, self.assignments[sub.assignment], limits=self.limits,
-                                       hidden_dirs=self.hidden, isolate=self.isolate, problem=sub.problem)
+        return pipeline.grade_notebook(sub.notebook, self.assignments[sub.assignment],
+                                       limits=self.limits_for(sub.assignment), hidden_dirs=self.hidden,
+                                       isolate=self.isolate, problem=sub.problem)
 
     def record(self, sub: Submission, results: Results) -> None:
         """Write ``sub``'s finished grade (results.json last: it marks it graded) and count it."""
@@ -178,8 +187,9 @@ class Batch:
 
 
 def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = None,
-         source: Path | str | None = None, force: bool = False, limits: sandbox.Limits = sandbox.Limits(),
-         isolate: bool = True, progress_stream=sys.stderr, nbgrader_feedback: Path | str | None = None) -> Batch:
+         source: Path | str | None = None, force: bool = False, limits: sandbox.Limits | None = None,
+         isolate: bool = True, progress_stream=sys.stderr, nbgrader_feedback: Path | str | None = None,
+         limit_overrides: dict | None = None) -> Batch:
     """Check the folders, find the submissions and their assignments, and pick those
     still to grade; bad input is a :class:`UsageError`."""
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
@@ -201,12 +211,12 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
     out.mkdir(parents=True, exist_ok=True)
     return Batch(out, subs, todo, assignments, sorted({source_root, submissions, out}), limits, isolate,
                  Progress(len(todo), len(subs) - len(todo), progress_stream),
-                 Path(nbgrader_feedback) if nbgrader_feedback else None)
+                 Path(nbgrader_feedback) if nbgrader_feedback else None, dict(limit_overrides or {}))
 
 
 def grade(submissions: Path | str, out: Path | str, *, workers: int | None = None, assignment: str | None = None,
-          source: Path | str | None = None, force: bool = False, limits: sandbox.Limits = sandbox.Limits(),
-          isolate: bool = True, progress_stream=sys.stderr,
+          source: Path | str | None = None, force: bool = False, limits: sandbox.Limits | None = None,
+          isolate: bool = True, progress_stream=sys.stderr, limit_overrides: dict | None = None,
           nbgrader_feedback: Path | str | None = None, exports: list[str] | None = None,
           roster: Roster | None = None, assignment_ids: dict[str, str] | None = None,
           run: Callable[[Batch], None] | None = None) -> list[Row]:
@@ -218,7 +228,8 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
     batch: by default :func:`grade_here`, ``workers`` at a time; a Dask cluster's is
     :func:`autograder.grading.distributed_grade.grade_on_cluster`'s."""
     batch = plan(submissions, out, assignment=assignment, source=source, force=force, limits=limits,
-                 isolate=isolate, progress_stream=progress_stream, nbgrader_feedback=nbgrader_feedback)
+                 isolate=isolate, progress_stream=progress_stream, nbgrader_feedback=nbgrader_feedback,
+                 limit_overrides=limit_overrides)
     batch.progress.show()
     try:
         (run or partial(grade_here, workers=workers))(batch)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from autograder.errors import UsageError
 from autograder.grading import feedback, sandbox
+from autograder.grading.limits import Limits, course_limits
 from autograder.grading import notebook as nbtools
 from autograder.grading.results import Results, zero_results
 
@@ -36,6 +37,7 @@ class Assignment:
     data_files: list[Path] = field(default_factory=list)
     hidden_lines: list[str] = field(default_factory=list)
     hidden_parts: frozenset[str] = frozenset()  # parts whose test cell holds hidden tests
+    limits: Limits = Limits()  # what the course's grading.toml sets for it (see grading/limits.py)
 
     @property
     def part_names(self) -> list[str]:
@@ -56,7 +58,8 @@ def load_assignment(source: Path | str, *, data_files: list[Path] | None = None)
         nbtools.nbgrader_meta(cell)["grade_id"] for cell in source_nb.cells
         if nbtools.is_test_cell(cell) and HIDDEN_BEGIN in cell.source)
     return Assignment(source.stem, source, nbtools.graded_parts(source_nb), list(data_files),
-                      sandbox.hidden_test_lines(source_nb), hidden_parts)
+                      sandbox.hidden_test_lines(source_nb), hidden_parts,
+                      course_limits(source.resolve().parent.parent, source.stem))
 
 
 def files_beside(notebook: Path) -> list[Path]:
@@ -92,11 +95,12 @@ def grade_notebook(notebook: Path | None, assignment: Assignment, *, limits: san
     """Grade one submitted notebook against ``assignment``; never raises for the submission.
 
     ``notebook`` None scores every part 0 with ``problem`` (nothing was submitted);
-    ``only_parts`` runs and reports just those parts' tests (``check --part``)."""
+    ``only_parts`` runs and reports just those parts' tests (``check --part``); ``limits``
+    default to the assignment's own (the course's ``grading.toml``)."""
     if notebook is None:
         return zero_results(assignment.parts, problem or "no notebook was submitted", status="missing")
     try:
-        results = sandbox.run_submission(notebook, assignment.source, limits=limits or sandbox.Limits(),
+        results = sandbox.run_submission(notebook, assignment.source, limits=limits or assignment.limits,
                                          data_files=assignment.data_files, hidden_dirs=hidden_dirs,
                                          isolate=isolate, only_parts=only_parts)
     except Exception as exc:  # the grader's own failure must not stop a batch or lose a results file

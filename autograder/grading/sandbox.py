@@ -60,6 +60,7 @@ import nbformat  # noqa: E402
 
 from autograder.grading import integrity  # noqa: E402
 from autograder.grading import notebook as nbtools  # noqa: E402
+from autograder.grading.limits import Limits  # noqa: E402,F401  (sandbox.Limits: where callers find it)
 from autograder.grading.results import Results, TestResult, zero_results  # noqa: E402
 from autograder.judge import client as judge_client  # noqa: E402
 from autograder.grading import verdict  # noqa: E402
@@ -74,18 +75,6 @@ KERNEL_CONFIG_ENV = "AUTOGRADER_SANDBOX_KERNEL"
 # TF_ENABLE_ONEDNN_OPTS: the grader chooses the CPU kernels (oneDNN on or off) a submission runs with.
 PASS_ENV = ("AUTOGRADER_PROFILE", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
             "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_ENABLE_ONEDNN_OPTS")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one submission may use.  Defaults fit a TensorFlow exercise on a GPU."""
-
-    cell_timeout_s: float = 300.0
-    notebook_timeout_s: float = 1800.0
-    memory_mb: int = 4096
-    output_kb: int = 1024  # text and data one cell may show
-    max_processes: int = 4096  # tasks: threads count, and TensorFlow starts many per process
-    disk_mb: int = 1024  # the sandbox's /tmp
 
 
 # --- the grader side ----------------------------------------------------------------

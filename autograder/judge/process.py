@@ -79,7 +79,18 @@ def run_locked_cells(cells: list[str]) -> tuple[dict, list[str]]:
     return namespace, errors
 
 
+def _die_with_the_grader() -> None:
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass  # elsewhere: the closed stdin ends it at its next read
+
+
 def main() -> int:
+    _die_with_the_grader()
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # what TensorFlow or a locked cell prints cannot corrupt the protocol
     inp = sys.stdin
