@@ -543,24 +543,22 @@ def _converse(proc: subprocess.Popen, job: dict, prepared: Prepared, limits: Lim
             run.note = "the sandbox stopped unexpectedly; parts that had not finished score 0"
             return
         try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if event.get("type") == "Test":
-            test = protocol.decode(line, protocol.Test)
-            if test.grade_id in prepared.judged:
+            message = protocol.decode(line, protocol.Test, protocol.PartResult, protocol.Done)
+        except protocol.ProtocolError:
+            continue  # not a message (a library printing on the worker's stdout before it took it over)
+        if isinstance(message, protocol.Test):
+            if message.grade_id in prepared.judged:
                 _write(proc, protocol.encode(protocol.Serve()))
-                run.received.setdefault(test.grade_id, _judge_part(proc, lines, prepared, test, run, deadline))
+                run.received.setdefault(message.grade_id, _judge_part(proc, lines, prepared, message, run, deadline))
                 _write(proc, protocol.encode(protocol.End()))
             else:
-                _write(proc, protocol.encode(protocol.Source(prepared.tests.get(test.grade_id, ""))))
-        elif "part" in event:
-            test = TestResult(**event["part"])
-            run.received.setdefault(test.name, test)
-        elif "done" in event:
-            run.note = event["done"].get("note", "")
-            run.sandbox = event["done"].get("sandbox", {})
-            run.profile = event["done"].get("profile") or run.profile
+                _write(proc, protocol.encode(protocol.Source(prepared.tests.get(message.grade_id, ""))))
+        elif isinstance(message, protocol.PartResult):
+            run.received.setdefault(message.name, TestResult(**asdict(message)))
+        else:
+            run.note = message.note
+            run.sandbox = message.sandbox
+            run.profile = message.profile or run.profile
             return
 
 

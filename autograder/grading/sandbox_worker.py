@@ -7,7 +7,9 @@ namespaces, a private tmpfs, hidden folders covered), starts the kernel
 through ``python -m autograder.grading.sandbox_worker kernel``, runs the bootstrap
 cell, the learner's cells and each test cell -- asking the grader for the
 test's source only when it gets there -- and writes one JSON event per line
-on stdout: ``{"need": grade_id}``, ``{"part": TestResult}``, ``{"done": ...}``.
+on stdout, in the typed messages of :mod:`autograder.judge.protocol`: ``Test`` at each
+test cell (answered ``Source``, run it here, or ``Serve``, answer the judge's
+``Probe`` messages until ``End``), ``PartResult`` for an in-kernel test, ``Done``.
 """
 from __future__ import annotations
 
@@ -367,14 +369,16 @@ class _Worker:
         self.profile: dict | None = None
         self.frozen: dict[str, str] = {}  # frozen name -> how it is frozen ("NAME" or "state:NAME")
 
-    def send(self, event: dict) -> None:
-        self.out.write(json.dumps(event) + "\n")
+    def send(self, message) -> None:
+        legacy = {protocol.PartResult: "part", protocol.Done: "done"}.get(type(message))
+        if legacy:  # TEMPORARY (remove before the session ends): graders started before the typed protocol
+            self.out.write(json.dumps({legacy: asdict(message)}) + "\n")
+        self.out.write(protocol.encode(message))
         self.out.flush()
 
     def reach_test(self, grade_id: str, pending: str):
         """Tell the grader a test cell is next; it answers Source (run it here) or Serve (the judge asks)."""
-        self.out.write(protocol.encode(protocol.Test(grade_id, pending)))
-        self.out.flush()
+        self.send(protocol.Test(grade_id, pending))
         return protocol.decode(self.inp.readline(), protocol.Source, protocol.Serve)
 
     def serve_probes(self) -> None:
@@ -397,8 +401,7 @@ class _Worker:
                     except DeadKernelError:
                         dead = self.death_reason("a hidden test's call of your code")
                         result = protocol.ProbeResult(_probe_error("KernelDied", dead), 0.0)
-                self.out.write(protocol.encode(result))
-                self.out.flush()
+                self.send(result)
         finally:
             self.freeze(False)
         if dead:
@@ -560,8 +563,8 @@ class _Worker:
                     if not tampered:
                         # The test's own bindings are the grader's: they stay frozen from here on.
                         tampered = self.check_integrity(names, freeze=self.frozen_rebound(source), label=label)
-                    self.send({"part": asdict(self.score(spec, cell, index, pending or stopped, tampered,
-                                                         sentinel))})
+                    self.send(protocol.PartResult(**asdict(self.score(spec, cell, index, pending or stopped,
+                                                                      tampered, sentinel))))
                     pending = ""
         except CellTimeoutError:
             note = (f"{label} ran longer than {self.limits.cell_timeout_s:g} s, did not stop when "
@@ -573,7 +576,7 @@ class _Worker:
                     "a notebook must not change json, the kernel or its messages")
         finally:
             self.watchdog.stopped.set()
-        self.send({"done": {"note": note, "sandbox": self.sandbox, "profile": self.profile}})
+        self.send(protocol.Done(note, self.sandbox, self.profile))
 
     def death_reason(self, label: str) -> str:
         if self.watchdog is not None and self.watchdog.reason:
@@ -649,8 +652,7 @@ def worker_main() -> int:
     try:
         worker.run()
     except Exception as exc:  # report, don't hang the grader
-        worker.send({"done": {"note": f"the sandbox failed: {exc.__class__.__name__}: {exc}",
-                              "sandbox": worker.sandbox}})
+        worker.send(protocol.Done(f"the sandbox failed: {exc.__class__.__name__}: {exc}", worker.sandbox))
         raise
     return 0
 

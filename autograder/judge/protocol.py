@@ -9,8 +9,8 @@ Who sends what::
 
     grader -> judge : Start, Part, ProbeResult, Stop
     judge  -> grader: Ready, Probe, Verdict
-    worker -> grader: Test, ProbeResult, PartResult, Done
-    grader -> worker: Job (first line), Source, Serve, Probe, End
+    worker -> grader: Test, ProbeResult, PartResult (an in-kernel test's result), Done
+    grader -> worker: the job (first line, JSON), Source, Serve, Probe, End
 """
 from __future__ import annotations
 
@@ -98,8 +98,27 @@ class End:
     """The judge is done with this part: run the next cells."""
 
 
+@dataclass(frozen=True)
+class PartResult:
+    """An in-kernel test's result, scored by the worker (``grading.results.TestResult``'s fields)."""
+    name: str
+    score: float
+    max_score: float
+    output: str
+    visibility: str
+    status: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """The worker finished: why it stopped early ("" if it did not), its sandbox note, the hardware profile."""
+    note: str
+    sandbox: dict
+    profile: typing.Optional[dict] = None
+
+
 _TYPES = {cls.__name__: cls for cls in (Start, Ready, Part, Probe, ProbeResult, Verdict, Stop, Test, Source,
-                                        Serve, End)}
+                                        Serve, End, PartResult, Done)}
 _HINTS: dict[type, dict] = {}
 
 
@@ -117,6 +136,10 @@ def _field_ok(value, hint) -> bool:
         return type(value) in (float, int)
     if hint is list:
         return type(value) is list and all(type(v) is str for v in value)
+    if hint is dict:
+        return type(value) is dict
+    if hint == typing.Optional[dict]:
+        return value is None or type(value) is dict
     return False
 
 
@@ -146,4 +169,7 @@ def decode(line, *expected: type):
         raise ProtocolError(f"unknown verdict {message.status!r}")
     if cls is ProbeResult:
         message = ProbeResult(message.response, float(message.wall_s))
+    if cls is PartResult:
+        message = PartResult(message.name, float(message.score), float(message.max_score), message.output,
+                             message.visibility, message.status)
     return message
