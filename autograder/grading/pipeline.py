@@ -38,6 +38,7 @@ class Assignment:
     hidden_lines: list[str] = field(default_factory=list)
     hidden_parts: frozenset[str] = frozenset()  # parts whose test cell holds hidden tests
     limits: Limits = Limits()  # what the course's grading.toml sets for it (see grading/limits.py)
+    notebook: object = None  # the source notebook as read once here: the sandbox restores from it
 
     @property
     def part_names(self) -> list[str]:
@@ -59,7 +60,7 @@ def load_assignment(source: Path | str, *, data_files: list[Path] | None = None)
         if nbtools.is_test_cell(cell) and HIDDEN_BEGIN in cell.source)
     return Assignment(source.stem, source, nbtools.graded_parts(source_nb), list(data_files),
                       sandbox.hidden_test_lines(source_nb), hidden_parts,
-                      course_limits(source.resolve().parent.parent, source.stem))
+                      course_limits(source.resolve().parent.parent, source.stem), source_nb)
 
 
 def files_beside(notebook: Path) -> list[Path]:
@@ -102,7 +103,7 @@ def grade_notebook(notebook: Path | None, assignment: Assignment, *, limits: san
     try:
         results = sandbox.run_submission(notebook, assignment.source, limits=limits or assignment.limits,
                                          data_files=assignment.data_files, hidden_dirs=hidden_dirs,
-                                         isolate=isolate, only_parts=only_parts)
+                                         isolate=isolate, only_parts=only_parts, source_nb=assignment.notebook)
     except Exception as exc:  # the grader's own failure must not stop a batch or lose a results file
         message = (f"the grader failed on this submission ({exc.__class__.__name__}: {exc}); "
                    "grade it again, and tell the course maintainers if it keeps failing")

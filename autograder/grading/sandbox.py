@@ -127,9 +127,11 @@ def _answers_before_tests(source_nb) -> dict[str, list[str]]:
     return result
 
 
-def prepare(submission: Path, source: Path) -> Prepared:
-    """Read the submission and the source notebook; never raises for a bad submission."""
-    source_nb = nbtools.load(source)  # the instructor's: a bad one is a usage error
+def prepare(submission: Path, source: Path, source_nb=None) -> Prepared:
+    """Read the submission (and the source notebook, unless ``source_nb`` is it, already
+    read); never raises for a bad submission."""
+    if source_nb is None:
+        source_nb = nbtools.load(source)  # the instructor's: a bad one is a usage error
     parts = nbtools.graded_parts(source_nb)
     prepared = Prepared(parts=parts)
     try:
@@ -433,12 +435,13 @@ def run_submission(
     isolate: bool = True,
     profile: dict | None = None,
     only_parts: list[str] | None = None,
+    source_nb=None,
 ) -> Results:
     """Grade one submission in a sandbox; always returns Results, one per graded part
     (``only_parts``: run and report only those parts' test cells)."""
     submission, source = Path(submission), Path(source)
     started = time.perf_counter()
-    prepared = prepare(submission, source)
+    prepared = prepare(submission, source, source_nb)
     if only_parts is not None:
         _keep_parts(prepared, set(only_parts))
     if prepared.error:
