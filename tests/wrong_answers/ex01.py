@@ -69,6 +69,13 @@ OTHER_OPTIMIZER = training_step(
         updater.build(model.trainable_variables)
 """,
     applied="updater")
+# Passes for Adam (a subclass, so isinstance says Adam) while every update is a plain SGD step.
+ADAM_IN_NAME_ONLY = training_step(optimizer="AdamInName(1e-2)").replace("def make_training_step", """
+class AdamInName(tf.keras.optimizers.Adam):
+    def update_step(self, gradient, variable, learning_rate):
+        variable.assign_sub(learning_rate * gradient)
+
+def make_training_step""", 1)
 # Adam built lazily at its first update, which runs outside tf.device: its moments land on CPU:0.
 UNBUILT_OUTSIDE = '''
 def make_training_step(device, n_features=8, n_outputs=2):
@@ -339,6 +346,14 @@ CASES = [
         breaks={STEP: 4, SCORE: 4},
         messages={STEP: "optimizer.iterations", SCORE: "scorer/shifted", STRICT: "integrity"},
         hostile="patches-grader",
+    ),
+    WrongAnswer(
+        name="adam_subclass_that_steps_like_sgd",
+        replace={"answer-training-step": ADAM_IN_NAME_ONLY},
+        expect=zero(STEP),
+        breaks={STEP: 2},
+        messages={STEP: "is not one Adam update"},
+        hostile="duck-typed",
     ),
     WrongAnswer(
         name="optimizer_moments_on_default_device_unnamed_sigmoid",
