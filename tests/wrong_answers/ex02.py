@@ -151,6 +151,32 @@ def make_train_step(device, n_features=8, n_classes=3):
             return step(x, y)
     return model, optimizer, train_step
 '''
+# The returned SGD optimizer counts the steps, but the update is plain gradient descent written by hand:
+# no momentum, and not applied with `optimizer` (its iterations are advanced to look right).
+MANUAL_UPDATE = """
+def make_train_step(device, n_features=8, n_classes=3):
+    with tf.device(device):
+        model = tf.keras.Sequential([tf.keras.Input((n_features,)),
+                                     tf.keras.layers.Dense(32, activation="relu"),
+                                     tf.keras.layers.Dense(n_classes)])
+        optimizer = tf.keras.optimizers.SGD(0.1, momentum=0.9)
+        optimizer.build(model.trainable_variables)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        for g, v in zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables):
+            v.assign_sub(0.1 * g)
+        optimizer.iterations.assign_add(1)
+        return loss
+
+    def train_step(x, y):
+        with tf.device(device):
+            return step(x, y)
+    return model, optimizer, train_step
+"""
 # Right: functional model, the loss written with tf.nn, an eager (undecorated) step run under the
 # device scope, and a self-check call first.
 FUNCTIONAL_EAGER = '''
@@ -238,6 +264,15 @@ ONE_CLOCK = timer(timed="""    start = time.perf_counter()
 """)
 FIRST_TENSOR_ONLY = timer(done="tf.nest.flatten(result)[0].numpy()")
 MEAN = timer(returned="float(np.mean(times))")
+# The defaults (2 warm-up calls, 10 timed) whatever the caller asks for.
+IGNORES_ARGUMENTS = timer(warmup_loop="""    for _ in range(2):
+        done(fn(*args))
+""", timed="""    times = []
+    for _ in range(10):
+        start = time.perf_counter()
+        done(fn(*args))
+        times.append(time.perf_counter() - start)
+""")
 # Right: statistics.median of a NumPy-float list, np.asarray for the sync, a NumPy float32 returned.
 NUMPY_SYNC = '''
 import statistics
@@ -380,7 +415,7 @@ CASES = [
                  "answer-configure-memory": GROWTH_FIRST_ONLY},
         expect=zero(STEP, TIMING, MEMORY),
         breaks={STEP: 1, TIMING: 1, MEMORY: 1},
-        messages={STEP: "logits", TIMING: "called fn 5 times", MEMORY: "every one of them"},
+        messages={STEP: "logits", TIMING: "time_per_call called fn", MEMORY: "every one of them"},
     ),
     WrongAnswer(
         name="duck_typed_optimizer_one_clock_limit_in_bytes",
@@ -422,6 +457,14 @@ CASES = [
         breaks={STEP: 5},
         messages={STEP: "CPU:0", MEMORY: "integrity"},
         hostile="patches-grader",
+    ),
+    WrongAnswer(
+        name="hand_written_update_timer_ignores_its_arguments",
+        replace={"answer-train-step": MANUAL_UPDATE, "answer-time-per-call": IGNORES_ARGUMENTS},
+        expect=zero(STEP, TIMING),
+        breaks={STEP: 4, TIMING: 1},
+        messages={STEP: "momentum 0.9", TIMING: "time_per_call called fn"},
+        keeps=(MEMORY,),
     ),
     RightAnswer(
         name="functional_eager_step_numpy_sync_operator_index",
