@@ -417,6 +417,7 @@ def stop_all() -> None:
         running = list(_LIVE.values())
     for proc, cgroups in running:
         kill_tree(proc, cgroups)
+    judge_client.close_idle()
 
 
 def _reader(stream, out: queue.Queue) -> None:
@@ -501,7 +502,7 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
     proc = None
     run = _Run(profile=profile)
     # Started first: its TensorFlow import overlaps the kernel's start and the learner's cells.
-    run.judge = judge_client.Judge(prepared.judge_cells, data_files) if prepared.judged else None
+    run.judge = judge_client.acquire(prepared.judge_cells, data_files) if prepared.judged else None
     try:
         os.chmod(workdir, 0o755)
         _copy_inputs(workdir, prepared, submission, data_files)
@@ -519,7 +520,7 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
     finally:
         log_tail = _clean_up(proc, cgroups, workdir, log_path)
         if run.judge is not None:
-            run.judge.close()
+            judge_client.release(run.judge, prepared.judge_cells, data_files)
     results = Results(notebook=submission.name, profile=run.profile, output=run.note,
                       tests=_collect(prepared, run))
     if run.note.startswith(("the sandbox stopped", "the sandbox failed")) and log_tail:

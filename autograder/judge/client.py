@@ -6,9 +6,17 @@ copy of the assignment's data files), outside the sandbox the learner's kernel
 runs in.  :meth:`Judge.judge` sends it one part's hidden test and relays every
 :class:`~autograder.judge.protocol.Probe` it asks to the sandbox worker, which
 runs it in the learner's kernel.
+
+Judges are kept warm: :func:`acquire` hands out an idle judge already started for the
+same locked cells and data files (one assignment), or starts one; :func:`release` takes
+it back when its submission is done and it is still in step.  A judge holds nothing of a
+submission between parts (each part runs in a fresh copy of the locked namespace and a
+fresh working folder, and what reached it from the kernel was plain data), so the next
+submission of the same assignment skips TensorFlow's import and the locked cells.
 """
 from __future__ import annotations
 
+import atexit
 import queue
 import re
 import shutil
@@ -77,6 +85,7 @@ class Judge:
         threading.Thread(target=_reader, args=(self.proc.stdout, self.lines), daemon=True).start()
         self._send(p.Start(list(cells), str(self.folder)))
         self.locked_errors: list[str] | None = None
+        self.in_step = True  # False once a part ended without its Verdict: not handed out again
 
     def _send(self, message) -> None:
         try:
@@ -106,10 +115,12 @@ class Judge:
               deadline: float) -> p.Verdict:
         """Judge one part; ``relay`` runs a probe in the learner's kernel.  TimeoutError past ``deadline``."""
         self.wait_ready(deadline)
+        self.in_step = False
         self._send(p.Part(grade_id, source))
         while True:
             message = self._next(deadline, p.Probe, p.Verdict)
             if isinstance(message, p.Verdict):
+                self.in_step = True
                 return message
             self._send(relay(message))
 
@@ -133,3 +144,52 @@ class Judge:
         self.log.close()
         self.folder.with_name(self.folder.name + ".log").unlink(missing_ok=True)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# --- warm judges ------------------------------------------------------------------------
+
+MAX_IDLE = 4  # idle judges kept in all (each holds a TensorFlow: ~0.5 GB); the oldest goes first
+_IDLE: list[tuple[tuple, Judge]] = []  # oldest first
+_IDLE_LOCK = threading.Lock()
+
+
+def _key(cells: list[str], data_files: list[Path]) -> tuple:
+    return tuple(cells), tuple(sorted(str(Path(p).resolve()) for p in data_files))
+
+
+def acquire(cells: list[str], data_files: list[Path]) -> Judge:
+    """An idle judge for these locked cells and data files, or a new one."""
+    key, found = _key(cells, data_files), None
+    with _IDLE_LOCK:
+        for i in range(len(_IDLE) - 1, -1, -1):
+            if _IDLE[i][0] == key:
+                found = _IDLE.pop(i)[1]
+                break
+    if found is not None and found.proc.poll() is None:
+        return found
+    if found is not None:
+        found.close()
+    return Judge(cells, data_files)
+
+
+def release(judge: Judge, cells: list[str], data_files: list[Path]) -> None:
+    """Keep ``judge`` for the next submission of the same assignment, or close it."""
+    if not (judge.in_step and judge.proc.poll() is None and judge.locked_errors is not None):
+        judge.close()
+        return
+    with _IDLE_LOCK:
+        _IDLE.append((_key(cells, data_files), judge))
+        evicted = [j for _, j in _IDLE[:-MAX_IDLE]] if len(_IDLE) > MAX_IDLE else []
+        del _IDLE[:len(evicted)]
+    for old in evicted:
+        old.close()
+
+
+@atexit.register
+def close_idle() -> None:
+    """Close every idle judge (at exit, or when a grading run is done)."""
+    with _IDLE_LOCK:
+        judges = [j for _, j in _IDLE]
+        _IDLE.clear()
+    for judge in judges:
+        judge.close()

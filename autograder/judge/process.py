@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 from autograder.checks import probe
@@ -54,12 +56,32 @@ def _message(exc: BaseException) -> tuple[str, str]:
     return "failed", f"{exc.__class__.__name__}: {exc}"
 
 
+@contextlib.contextmanager
+def _fresh_folder():
+    """A new working folder for one part, holding links to the judge's data files."""
+    home = os.getcwd()
+    folder = tempfile.mkdtemp(prefix="part-", dir=home)
+    for name in os.listdir(home):
+        if not name.startswith("part-"):
+            os.symlink(os.path.join(home, name), os.path.join(folder, name))
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(home)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def judge_part(source: str, base: dict, grade_id: str) -> p.Verdict:
-    """Run one hidden test in a copy of ``base``; the verdict and what it printed."""
+    """Run one hidden test in a copy of ``base`` and a fresh working folder; the verdict and
+    what it printed.  Nothing of one part (or one submission) is left for the next."""
     namespace = dict(base)
     printed = io.StringIO()
+    learner = probe.JUDGE_LEARNER
+    if learner is not None:
+        learner._round_trip = None  # measured again: each submission has its own kernel
     try:
-        with contextlib.redirect_stdout(printed):
+        with _fresh_folder(), contextlib.redirect_stdout(printed):
             exec(compile(source, f"<hidden test {grade_id}>", "exec"), namespace)
     except Exception as exc:
         status, message = _message(exc)

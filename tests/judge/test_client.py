@@ -54,3 +54,29 @@ def test_a_part_is_judged_in_the_judge_process(tmp_path):
     assert (passed.status, passed.message) == ("passed", "triple is right")
     assert failed.status == "failed" and "triple is wrong" in failed.message
     assert not judge.folder.exists()
+
+
+def test_a_released_judge_is_handed_out_again_for_the_same_assignment_only(tmp_path):
+    cells = ["import numpy as np\nSCALE = 3.0"]
+    first = client.acquire(cells, [])
+    try:
+        first.wait_ready(time.monotonic() + 120)
+        client.release(first, cells, [])
+        assert client.acquire(cells, []) is first
+        other = client.acquire(["SCALE = 4.0"], [])
+        assert other is not first
+        other.close()
+        first.in_step = False  # a part that ended without its verdict: never reused
+        client.release(first, cells, [])
+        assert first.proc.poll() is not None
+    finally:
+        first.close()
+        client.close_idle()
+
+
+def test_parts_leave_no_files_for_the_next(tmp_path):
+    from autograder.judge import process
+
+    base, _ = process.run_locked_cells([])
+    assert process.judge_part("open('left.txt', 'w').write('x')", base, "a").status == "passed"
+    assert process.judge_part("import os\nassert not os.path.exists('left.txt')", base, "b").status == "passed"
