@@ -7,7 +7,8 @@ Clauses (the parts' **Specification** lists):
   element x * sigmoid(beta_ x), finite for large |x|, 4 float and double, each
   in its own precision.
 - test-gradient (swish_grad on its own): 1 dy times the derivative, x's shape
-  and dtype, 2 the op's own beta, 3 TensorFlow ops (works in a graph).
+  and dtype, 2 the op's own beta, 3 TensorFlow ops (works in a graph: the
+  judge runs the exported graph itself on fresh inputs).
 - test-gradient-numeric: 1 the registered gradient agrees with finite
   differences through the kernel.
 - test-device: 1 op and gradient run on RUN_ON in a graph with soft placement
@@ -130,6 +131,21 @@ def swish_grad(op, dy):
     s = 1 / (1 + np.exp(-beta * x))
     return dy * tf.constant(s + beta * x * s * (1 - s), dtype=dy.dtype)
 '''
+# Clause 3: the right formula in NumPy inside tf.py_function: it runs in a graph, but as a
+# Python call (EagerPyFunc), not TensorFlow ops; the grader runs the exported graph itself.
+# The registered gradient is numerically right, so parts 3 and 4 keep their marks.
+GRADIENT_IN_PY_FUNCTION = '''
+def swish_grad(op, dy):
+    x = op.inputs[0]
+    beta = op.get_attr("beta")
+
+    def numpy_grad(xv, dyv):
+        xv, dyv = xv.numpy(), dyv.numpy()
+        s = 1 / (1 + np.exp(-beta * xv))
+        return dyv * (s + beta * xv * s * (1 - s))
+
+    return tf.reshape(tf.py_function(numpy_grad, [x, dy], x.dtype), tf.shape(x))
+'''
 # Test-device clause 1: the gradient pinned to the host's first CPU.
 GRADIENT_ON_CPU0 = '''
 def swish_grad(op, dy):
@@ -222,7 +238,7 @@ CASES = [
         replace={"answer-kernel": KERNEL_IGNORES_BETA, "answer-gradient": GRADIENT_WITHOUT_PRODUCT_RULE},
         expect=ZERO,
         breaks={"test-kernel": 3, "test-gradient": 1, "test-gradient-numeric": 1, "test-device": 1},
-        messages={"test-kernel": "beta=0.5", "test-gradient": "swish_grad is wrong",
+        messages={"test-kernel": "beta=", "test-gradient": "swish_grad is wrong",
                   "test-gradient-numeric": "finite differences", "test-device": "gradient is wrong"},
     ),
     WrongAnswer(
@@ -237,7 +253,7 @@ CASES = [
         replace={"answer-kernel": KERNEL_IN_FLOAT, "answer-gradient": GRADIENT_BETA_ONE},
         expect={**ZERO, "test-device": 2},
         breaks={"test-kernel": 4, "test-gradient": 2, "test-gradient-numeric": 1},
-        messages={"test-kernel": "own precision", "test-gradient": "beta=0.5",
+        messages={"test-kernel": "own precision", "test-gradient": "beta=",
                   "test-gradient-numeric": "finite differences"},
     ),
     WrongAnswer(
@@ -272,6 +288,14 @@ CASES = [
         breaks={"test-gradient": 1},
         messages={"test-gradient": "float32 only"},
         keeps=("test-device",),
+    ),
+    WrongAnswer(
+        name="gradient_in_py_function",
+        replace={"answer-gradient": GRADIENT_IN_PY_FUNCTION},
+        expect={**FULL, "test-gradient": 0},
+        breaks={"test-gradient": 3},
+        messages={"test-gradient": "EagerPyFunc"},
+        keeps=("test-gradient-numeric", "test-device"),
     ),
     RightAnswer(
         name="gradient_as_one_element_list",
