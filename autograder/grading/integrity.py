@@ -55,7 +55,8 @@ NUMPY_NAMESPACES = ("", "testing", "random", "linalg")
 # A locked cell's comment line naming state its own functions update: frozen by identity only.
 STATE_MARKER = "# autograder: state "
 # Module data a check sets once, lazily, on first use (a probe's answer): not a change.
-LAZY_STATE = {"autograder.checks.placement": ("_eager_logging_works",)}
+LAZY_STATE = {"autograder.checks.placement": ("_eager_logging_works",),
+              "autograder.checks.probe": ("_STAGED", "JUDGE_LEARNER")}  # the probes' own working state
 # Standard modules the integrity report and the checks compute with (a patched
 # json.dumps could make the report say "nothing changed").
 STDLIB_USED = ("json", "hashlib", "dataclasses", "types", "ast", "math", "statistics", "inspect", "re",

@@ -553,8 +553,12 @@ def _converse(proc: subprocess.Popen, job: dict, prepared: Prepared, limits: Lim
         if isinstance(message, protocol.Test):
             if message.grade_id in prepared.judged:
                 _write(proc, protocol.encode(protocol.Serve()))
-                run.received.setdefault(message.grade_id, _judge_part(proc, lines, prepared, message, run, deadline))
+                result = _judge_part(proc, lines, prepared, message, run, deadline)
                 _write(proc, protocol.encode(protocol.End()))
+                problems = _checked_after(lines, deadline)
+                if problems:
+                    result = verdict.decide(result.name, result.max_score, pending=integrity.message(problems))
+                run.received.setdefault(message.grade_id, result)
             else:
                 _write(proc, protocol.encode(protocol.Source(prepared.tests.get(message.grade_id, ""))))
         elif isinstance(message, protocol.PartResult):
@@ -564,6 +568,21 @@ def _converse(proc: subprocess.Popen, job: dict, prepared: Prepared, limits: Lim
             run.sandbox = message.sandbox
             run.profile = message.profile or run.profile
             return
+
+
+def _checked_after(lines: queue.Queue, deadline: float) -> list[str]:
+    """The worker's integrity finding after a judged part (its next message must be Checked)."""
+    try:
+        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+    except queue.Empty:
+        return ["the kernel did not answer the integrity check after this part"]
+    if line is None:
+        lines.put(None)
+        return ["the sandbox stopped before the integrity check after this part"]
+    try:
+        return protocol.decode(line, protocol.Checked).problems
+    except protocol.ProtocolError:
+        return ["the sandbox answered out of turn after this part"]
 
 
 def _write(proc: subprocess.Popen, line: str) -> None:

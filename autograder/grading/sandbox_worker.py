@@ -381,9 +381,10 @@ class _Worker:
         self.send(protocol.Test(grade_id, pending))
         return protocol.decode(self.inp.readline(), protocol.Source, protocol.Serve)
 
-    def serve_probes(self) -> None:
+    def serve_probes(self) -> str:
         """Run the judge's probes in the kernel until End; the kernel is stopped (SIGSTOP) between them,
-        so nothing of the learner's runs while the judge computes or times its own side."""
+        so nothing of the learner's runs while the judge computes or times its own side.  Returns why
+        the kernel died ("" if it did not)."""
         from nbclient.exceptions import DeadKernelError
 
         dead = ""
@@ -404,8 +405,7 @@ class _Worker:
                 self.send(result)
         finally:
             self.freeze(False)
-        if dead:
-            raise DeadKernelError(dead)
+        return dead
 
     def run_probe(self, message) -> "protocol.ProbeResult":
         """One probe as one cell, timed here (outside the kernel) from request to reply."""
@@ -549,7 +549,12 @@ class _Worker:
                         tampered = self.check_integrity([])
                     reply = self.reach_test(spec["grade_id"], pending or tampered_message(tampered))
                     if isinstance(reply, protocol.Serve):
-                        self.serve_probes()
+                        dead = self.serve_probes()
+                        if not tampered and not dead:  # the probes must not have changed the checks or locked names
+                            tampered = self.check_integrity([], label=label)
+                        self.send(protocol.Checked(list(tampered)))
+                        if dead:
+                            raise DeadKernelError(dead)
                         pending = ""
                         continue
                     source = reply.source

@@ -9,7 +9,7 @@ Who sends what::
 
     grader -> judge : Start, Part, ProbeResult, Stop
     judge  -> grader: Ready, Probe, Verdict
-    worker -> grader: Test, ProbeResult, PartResult (an in-kernel test's result), Done
+    worker -> grader: Test, ProbeResult, Checked (after End), PartResult (an in-kernel test's result), Done
     grader -> worker: the job (first line, JSON), Source, Serve, Probe, End
 """
 from __future__ import annotations
@@ -99,6 +99,12 @@ class End:
 
 
 @dataclass(frozen=True)
+class Checked:
+    """After a judged part: what the integrity check found changed in the kernel ([] if nothing)."""
+    problems: list
+
+
+@dataclass(frozen=True)
 class PartResult:
     """An in-kernel test's result, scored by the worker (``grading.results.TestResult``'s fields)."""
     name: str
@@ -118,7 +124,7 @@ class Done:
 
 
 _TYPES = {cls.__name__: cls for cls in (Start, Ready, Part, Probe, ProbeResult, Verdict, Stop, Test, Source,
-                                        Serve, End, PartResult, Done)}
+                                        Serve, End, Checked, PartResult, Done)}
 _HINTS: dict[type, dict] = {}
 
 
