@@ -39,11 +39,22 @@ import gc
 import inspect
 import math
 import time
-from dataclasses import asdict, dataclass, replace
 from functools import partial
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence
 
 import numpy as np
+
+# The records and messages, and the statistics, live in their own modules; every
+# name stays importable from here.
+from autograder.checks.timing_results import (  # noqa: F401
+    RelativeSpeedResult, SpeedResult, _fmt_ratio, _Mismatch, _mismatch_result, _relative_message, _relative_outcome,
+    _ResultT, _skipped_result, _SpeedResultBase, _speedup_message, _speedup_outcome, _too_few_trials, _Trials,
+    format_seconds,
+)
+from autograder.checks.timing_stats import (  # noqa: F401
+    _ci_or_none, _pair_ratio, _relative_decision, _relative_trial, _speedup_decision, _stats, median_ci,
+    min_trials_for,
+)
 
 # Bound before any learner code runs (the grader imports this module first).
 _clock = time.perf_counter
@@ -76,81 +87,6 @@ def clock_is_genuine() -> bool:
 
 class SpeedInconclusive(AssertionError):
     """The confidence interval still straddled the threshold when the budget ran out."""
-
-
-# --- what a speed check reports ---------------------------------------------------
-
-
-@dataclass(kw_only=True)
-class _SpeedResultBase:
-    """The fields both kinds of speed check report, and ``to_dict``.  Times are
-    per call, in seconds: the median over trials of each trial's fastest call;
-    each trial timed ``calls_per_trial`` calls of each side; ``output_mismatch``
-    says how a wrong output differed.  Measured fields are None when nothing
-    was timed (skipped, or a wrong output found before timing)."""
-
-    verdict: str
-    profile: str
-    message: str
-    check: str = ""
-    label: str = "candidate"
-    baseline_label: str = "baseline"
-    baseline_s: float | None = None
-    candidate_s: float | None = None
-    trials: int = 0
-    confidence: float = 0.95
-    calls_per_trial: int = 1
-    output_mismatch: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(kw_only=True)
-class SpeedResult(_SpeedResultBase):
-    """What one speed check found (``measure_speedup``).  Times are per call, in
-    seconds: the median over trials of each trial's fastest call; ``ratio`` is
-    the median of baseline/candidate over paired trials and
-    ``ci_low``/``ci_high`` its ``confidence`` interval; ``min_ratio`` the
-    speedup needed (None: not graded on ``profile``); each trial timed
-    ``calls_per_trial`` calls of each side.  Fields are None when nothing was
-    timed (skipped, or a wrong output found before timing)."""
-
-    min_ratio: float | None
-    ratio: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-
-
-@dataclass(kw_only=True)
-class RelativeSpeedResult(_SpeedResultBase):
-    """What one relative speed check found (``measure_relative_speedup``).
-
-    Times are per call, in seconds (median over trials of each trial's fastest
-    call).  ``speedup`` and ``reference_speedup`` are the medians of
-    baseline/candidate and baseline/reference over the trials; ``needed`` is
-    ``reference_speedup ** fraction``.  ``margin`` is the median over trials of
-    ``(baseline/candidate) / (baseline/reference) ** fraction`` (at least 1.0
-    means fast enough) and ``margin_ci_low``/``margin_ci_high`` its interval;
-    ``reference_ci_low``/``reference_ci_high`` the interval of the reference's
-    speedup, which must reach ``floor`` for the machine to show the effect at
-    all.  Fields are None when nothing was timed."""
-
-    fraction: float
-    floor: float | None
-    reference_label: str = "the reference solution"
-    reference_s: float | None = None
-    speedup: float | None = None
-    reference_speedup: float | None = None
-    needed: float | None = None
-    margin: float | None = None
-    margin_ci_low: float | None = None
-    margin_ci_high: float | None = None
-    reference_ci_low: float | None = None
-    reference_ci_high: float | None = None
-
-
-_ResultT = TypeVar("_ResultT", bound=_SpeedResultBase)
 
 
 # --- forcing results to the host and comparing them -------------------------
@@ -235,63 +171,6 @@ def _shape_summary(leaves: list[tuple[str, Any]]) -> str:
     return "[" + ", ".join(str(np.shape(v)) for _, v in leaves[:4]) + (", ...]" if len(leaves) > 4 else "]")
 
 
-# --- statistics -----------------------------------------------------------------
-
-
-def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """(median, low, high): the sample median and a distribution-free interval
-    for the true median from order statistics.  The number of values below the
-    true median is Binomial(n, 1/2), so [x_(k), x_(n-k+1)] covers it with
-    probability 1 - 2 P(B < k); k is the largest index that keeps this at or
-    above ``confidence``.  With too few values for that, the interval is the
-    whole real line (the caller keeps sampling)."""
-    xs = sorted(values)
-    n = len(xs)
-    if n == 0:
-        return math.nan, -math.inf, math.inf
-    med = float(np.median(xs))
-    alpha = 1.0 - confidence
-    # cumulative P(B <= j) for B ~ Binomial(n, 1/2)
-    cdf, acc = [], 0.0
-    for j in range(n + 1):
-        acc += math.comb(n, j) / 2.0**n
-        cdf.append(acc)
-    k = 0  # 1-based order-statistic index; 0 means "no interval yet"
-    for cand in range(1, n // 2 + 1):
-        if 2 * cdf[cand - 1] <= alpha:  # P(B <= cand-1) = P(B < cand)
-            k = cand
-    if k == 0:
-        return med, -math.inf, math.inf
-    return med, float(xs[k - 1]), float(xs[n - k])
-
-
-def min_trials_for(confidence: float) -> int:
-    """Fewest trials for which ``median_ci`` gives a finite interval."""
-    n = 1
-    while math.isinf(median_ci([0.0] * n, confidence)[1]):
-        n += 1
-    return n
-
-
-# --- formatting -------------------------------------------------------------------
-
-
-def format_seconds(s: float) -> str:
-    """'11.2 ms', '840 µs', '1.32 s'."""
-    if s >= 1.0:
-        return f"{s:.2f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.1f} ms"
-    return f"{s * 1e6:.0f} µs"
-
-
-def _fmt_ratio(r: float, other: float | None = None) -> str:
-    text = f"{r:.1f}"
-    if other is not None and text == f"{other:.1f}" and r != other:
-        text = f"{r:.2f}"
-    return text + "x"
-
-
 # --- the measurement ------------------------------------------------------------
 
 
@@ -358,32 +237,6 @@ _ORDERS = ((0, 1, 2), (1, 2, 0), (2, 0, 1), (0, 2, 1), (2, 1, 0), (1, 0, 2))
 _Compare = Callable[[Sequence[Any], str], "str | None"]
 
 
-class _Mismatch(Exception):
-    """The candidate's output differed (``problem``) on the call ``when``,
-    after ``trials`` complete timed trials; ends the measurement with "fail"."""
-
-    def __init__(self, problem: str, when: str, trials: int) -> None:
-        super().__init__(problem)
-        self.problem, self.when, self.trials = problem, when, trials
-
-
-@dataclass
-class _Trials:
-    """The timed trials: per side, each trial's fastest call (seconds); per
-    statistic, (median, low, high) over the trials (infinite bounds: too few
-    trials for an interval); what ``decide`` said (None: the budget ran out
-    first); the trials an interval needs."""
-
-    times: list[list[float]]
-    stats: list[tuple[float, float, float]]
-    decision: str | None
-    n_min: int
-
-    @property
-    def n(self) -> int:
-        return len(self.times[0])
-
-
 def _require_same(compare: _Compare, outs: Sequence[Any], when: str, trials: int) -> None:
     problem = compare(outs, when)
     if problem:
@@ -435,11 +288,6 @@ def _timed_trial(
     return measured
 
 
-def _stats(rows: list[tuple[float, ...]], confidence: float) -> list[tuple[float, float, float]]:
-    """``median_ci`` of each column of ``rows`` (one row per trial)."""
-    return [median_ci(column, confidence) for column in zip(*rows)]
-
-
 def _run_trials(
     sides: Sequence[Callable],
     orders: Sequence[Sequence[int]],
@@ -487,28 +335,6 @@ def _run_trials(
     return _Trials(times, _stats(rows, confidence), decision, n_min)
 
 
-def _ci_or_none(x: float) -> float | None:
-    return None if math.isinf(x) or math.isnan(x) else x
-
-
-def _too_few_trials(n: int, n_min: int, confidence: float) -> str:
-    return f"only {n} trials fit (a {confidence:.0%} interval needs {n_min})"
-
-
-def _mismatch_result(template: _ResultT, bad: _Mismatch, against: str) -> _ResultT:
-    message = (
-        f"{template.label} gives a different result from {against} ({bad.when}): {bad.problem}. "
-        "A speedup only counts when the answer is the same; fix the result first."
-    )
-    return replace(template, verdict="fail", message=message, trials=bad.trials, output_mismatch=bad.problem)
-
-
-def _skipped_result(template: _ResultT, against: str, inputs: int, note: str = "") -> _ResultT:
-    message = (f"{template.label}: speed not graded on profile {template.profile}{note}; "
-               f"output matches {against} on {inputs} fresh inputs")
-    return replace(template, verdict="skipped", message=message)
-
-
 def _enforce(res: _ResultT) -> _ResultT:
     """A result as a check: prints the message on pass and skip, raises
     ``AssertionError`` on fail and ``SpeedInconclusive`` when undecided."""
@@ -538,57 +364,6 @@ def _untimed_note(check: str) -> str:
     from autograder.checks.thresholds import untimed_reason
 
     return f" ({untimed_reason(check)})"
-
-
-def _pair_ratio(t_b: float, t_c: float) -> tuple[float]:
-    return (t_b / max(t_c, 1e-12),)
-
-
-def _speedup_decision(min_ratio: float | None, ratio: tuple[float, float, float]) -> str | None:
-    """"pass"/"fail" once the interval is all on one side of ``min_ratio``;
-    not graded (``min_ratio`` None): "skipped" (stop sampling) once the
-    interval is narrower than 20% of the median, for reports."""
-    med, lo, hi = ratio
-    if min_ratio is not None and lo >= min_ratio:
-        return "pass"
-    if min_ratio is not None and hi < min_ratio:
-        return "fail"
-    if min_ratio is None and (hi - lo) <= 0.2 * med:
-        return "skipped"
-    return None
-
-
-def _speedup_outcome(template: SpeedResult, trials: _Trials, reps: int, budget_s: float) -> SpeedResult:
-    med, lo, hi = trials.stats[0]
-    graded = template.min_ratio is not None
-    res = replace(
-        template, verdict=(trials.decision or "inconclusive") if graded else "skipped",
-        baseline_s=float(np.median(trials.times[0])), candidate_s=float(np.median(trials.times[1])),
-        ratio=med, ci_low=_ci_or_none(lo), ci_high=_ci_or_none(hi), trials=trials.n, calls_per_trial=reps,
-    )
-    res.message = _speedup_message(res, trials.n_min, budget_s)
-    return res
-
-
-def _speedup_message(res: SpeedResult, n_min: int, budget_s: float) -> str:
-    head = f"{res.label}: {format_seconds(res.candidate_s)} vs {format_seconds(res.baseline_s)} {res.baseline_label}"
-    few = res.ci_low is None
-    if few:
-        interval = _too_few_trials(res.trials, n_min, res.confidence)
-    else:
-        interval = f"{res.confidence:.0%} interval {res.ci_low:.2f}x-{res.ci_high:.2f}x over {res.trials} trials"
-    if res.verdict == "skipped":
-        return f"{head} ({_fmt_ratio(res.ratio)}, not graded on profile {res.profile}; {interval})"
-    needed = _fmt_ratio(res.min_ratio)
-    graded = f"({_fmt_ratio(res.ratio, res.min_ratio)}, needed {needed} on profile {res.profile})"
-    if res.verdict == "pass":
-        return f"{head} {graded}"
-    if res.verdict == "fail":
-        return f"{head} {graded}; too slow: the {interval} is all below {needed}"
-    why = (f"{interval} in {budget_s:g} s" if few else
-           f"the {interval} still straddles the threshold after {budget_s:g} s")
-    return (f"inconclusive: {head} {graded}; {why}. "
-            "Re-run on a quieter machine (close other programs) to get a verdict.")
 
 
 def measure_speedup(
@@ -699,82 +474,6 @@ def _against_reference(rtol: float, atol: float, baseline_label: str, reference_
         return compare_outputs(outs[1], outs[2], rtol=rtol, atol=atol)
 
     return compare
-
-
-def _relative_trial(fraction: float, t_b: float, t_r: float, t_c: float) -> tuple[float, float]:
-    """(margin, reference's speedup) of one trial."""
-    t_b, t_r, t_c = (max(t, 1e-12) for t in (t_b, t_r, t_c))
-    return (t_b / t_c) / (t_b / t_r) ** fraction, t_b / t_r
-
-
-def _relative_decision(
-    floor: float, margin: tuple[float, float, float], reference: tuple[float, float, float]
-) -> str | None:
-    """"no-effect" when the reference's speedup is surely below ``floor``; once
-    it is surely at or above it, pass/fail when the margin's interval clears 1."""
-    _, m_lo, m_hi = margin
-    _, r_lo, r_hi = reference
-    if r_hi < floor:
-        return "no-effect"
-    if r_lo >= floor and m_lo >= 1.0:
-        return "pass"
-    if r_lo >= floor and m_hi < 1.0:
-        return "fail"
-    return None
-
-
-def _relative_outcome(
-    template: RelativeSpeedResult, trials: _Trials, reps: int, floor_note: str, budget_s: float
-) -> RelativeSpeedResult:
-    (m_med, m_lo, m_hi), (r_med, r_lo, r_hi) = trials.stats
-    t_b, t_r, t_c = ([max(t, 1e-12) for t in side] for side in trials.times)
-    res = replace(
-        template, verdict=trials.decision if trials.decision in ("pass", "fail") else "inconclusive",
-        baseline_s=float(np.median(t_b)), reference_s=float(np.median(t_r)), candidate_s=float(np.median(t_c)),
-        speedup=float(np.median([b / c for b, c in zip(t_b, t_c)])), reference_speedup=r_med,
-        needed=r_med ** template.fraction, margin=m_med, margin_ci_low=_ci_or_none(m_lo),
-        margin_ci_high=_ci_or_none(m_hi), reference_ci_low=_ci_or_none(r_lo),
-        reference_ci_high=_ci_or_none(r_hi), trials=trials.n, calls_per_trial=reps,
-    )
-    res.message = _relative_message(res, trials.decision, trials.n_min, floor_note, budget_s)
-    return res
-
-
-def _relative_message(
-    res: RelativeSpeedResult, decision: str | None, n_min: int, floor_note: str, budget_s: float
-) -> str:
-    head = (
-        f"{res.label}: {format_seconds(res.candidate_s)} vs {format_seconds(res.baseline_s)} {res.baseline_label}, "
-        f"{_fmt_ratio(res.speedup, res.needed)} faster; {res.reference_label} is "
-        f"{_fmt_ratio(res.reference_speedup)} faster ({format_seconds(res.reference_s)}), so "
-        f"{_fmt_ratio(res.needed, res.speedup)} was needed ({res.fraction:g} of its speedup, counted in "
-        f"factors: {res.reference_speedup:.2f} ** {res.fraction:g})"
-    )
-    pct, few = f"{res.confidence:.0%}", res.margin_ci_low is None
-    if few:
-        interval = _too_few_trials(res.trials, n_min, res.confidence)
-    else:
-        interval = (f"{pct} interval of your speed relative to what was needed: "
-                    f"{res.margin_ci_low:.2f}-{res.margin_ci_high:.2f} over {res.trials} trials")
-    r_lo, r_hi, floor = res.reference_ci_low, res.reference_ci_high, res.floor
-    if decision == "pass":
-        return f"{head}; profile {res.profile}"
-    if decision == "fail":
-        return f"{head}; too slow: the {interval} is all below 1.00 (profile {res.profile})"
-    if decision == "no-effect":
-        return (
-            f"inconclusive: {res.reference_label} is only {_fmt_ratio(res.reference_speedup)} faster than "
-            f"{res.baseline_label} on this machine ({pct} interval {r_lo:.2f}x-{r_hi:.2f}x), below the floor of "
-            f"{_fmt_ratio(floor)} for profile {res.profile}{floor_note}: this machine does not show the speedup "
-            "the part is about, so it cannot grade it. Re-run on a quieter machine (or the intended hardware). "
-            f"[{head}]"
-        )
-    why = (f"{interval} in {budget_s:g} s" if few else
-           f"the {interval} still straddles 1.00 after {budget_s:g} s")
-    if r_lo is not None and r_lo < floor <= r_hi:
-        why += f"; {res.reference_label}'s speedup ({r_lo:.2f}x-{r_hi:.2f}x) straddles the floor {_fmt_ratio(floor)}"
-    return (f"inconclusive: {head}; {why} (profile {res.profile}). "
-            "Re-run on a quieter machine (close other programs) to get a verdict.")
 
 
 def measure_relative_speedup(
