@@ -433,36 +433,31 @@ class _Worker:
                                                  "change how cells run or print?)"), wall)
 
     def freeze(self, stop: bool) -> None:
-        """SIGSTOP (or SIGCONT) every process under this worker: the kernel and all it started."""
+        """SIGSTOP (or SIGCONT) the kernel's process group and every process under this worker.
+
+        Each process is listed and signalled on its own, so one that exits meanwhile cannot
+        leave the others running (or, worse, stopped)."""
         import psutil
 
+        signum = signal.SIGSTOP if stop else signal.SIGCONT
+        pid = self.kernel_pid()
         try:
-            victims = psutil.Process().children(recursive=True)
-        except psutil.Error:
-            return
-        for proc in victims:
+            if pid and os.getpgid(pid) != os.getpgid(0):  # never this worker's own group
+                os.killpg(os.getpgid(pid), signum)
+        except OSError:
+            pass
+        stack = [psutil.Process()]
+        while stack:
             try:
-                proc.send_signal(signal.SIGSTOP if stop else signal.SIGCONT)
+                children = stack.pop().children()
             except psutil.Error:
-                pass
-
-    def kernel_pid(self) -> int | None:
-        km = getattr(self.client, "km", None)
-        provisioner = getattr(km, "provisioner", None)
-        return getattr(provisioner, "pid", None) or getattr(getattr(provisioner, "process", None), "pid", None)
-
-    def run_cell(self, source: str, *, timeout: float | None = None, store_history: bool = True):
-        cell = nbformat.v4.new_code_cell(source)
-        self.nb.cells.append(cell)
-        index = len(self.nb.cells) - 1
-        old = self.client.timeout
-        if timeout is not None:
-            self.client.timeout = timeout
-        try:
-            self.client.execute_cell(cell, index, store_history=store_history)
-        finally:
-            self.client.timeout = old
-        return cell, index
+                continue
+            for child in children:
+                try:
+                    child.send_signal(signum)
+                except psutil.Error:
+                    pass
+            stack.extend(children)
 
     def check_integrity(self, names: list[str] | None, *, freeze: list[str] | None = None,
                         label: str = "") -> list[str]:
