@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fnmatch
 import os
 import re
 import subprocess
@@ -76,29 +75,20 @@ from typing import Any
 
 from autograder.checks import clean_subprocess
 
+# Parsing the log and the table of op origins live in their own modules; every
+# name stays importable from here.
+from autograder.checks.placement_log import (  # noqa: F401
+    _DEVICE_RE, _DEVICE_TEXT, _EAGER_RE, _GRAPH_RE, _PREFIX_RE, PLUMBING_OPS, VARIABLE_OPS, PlacementRecord,
+    _parse_line, is_placement_line, normalize_device, parse_log, same_device, short_device,
+)
+from autograder.checks.placement_origins import (  # noqa: F401
+    _DENSE, _GRADS, _VAR, OP_ORIGINS, ORIGIN_PROBES, OriginProbe, _build_origins, origin_of, probe_ops_missing,
+)
+
 LOG_LEVEL_ENV = "TF_CPP_MIN_LOG_LEVEL"
 #: Set in a child's environment by :func:`capture_command`; ``placement_boot`` reads it.
 PLACEMENT_ENV = "AUTOGRADER_LOG_DEVICE_PLACEMENT"
 BOOT_MODULE = "autograder.checks.placement_boot"
-
-#: Ops that create, read, write or check a resource variable.
-VARIABLE_OPS = frozenset(
-    {
-        "VarHandleOp",
-        "VarIsInitializedOp",
-        "AssignVariableOp",
-        "AssignAddVariableOp",
-        "AssignSubVariableOp",
-        "ReadVariableOp",
-        "ResourceGather",
-        "ResourceScatterAdd",
-        "ResourceScatterUpdate",
-        "DestroyResourceOp",
-    }
-)
-#: Nodes that move arguments and results in and out of a function graph; the
-#: placer logs them for every function, they are not work the user asked for.
-PLUMBING_OPS = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp"})
 
 
 class PlacementLoggingOff(Exception):
@@ -106,220 +96,7 @@ class PlacementLoggingOff(Exception):
 
 
 # --------------------------------------------------------------------------
-# Device names
-
-
-_DEVICE_RE = re.compile(
-    r"""^/?(?:job:(?P<job>[^/]+))?
-        (?:/?replica:(?P<replica>\d+))?
-        (?:/?task:(?P<task>\d+))?
-        (?:/?(?:physical_)?device:)?
-        /?(?P<type>[A-Za-z][A-Za-z_]*)
-        (?::(?P<index>\d+))?$""",
-    re.X,
-)
-
-
-def normalize_device(device: Any) -> str:
-    """The full device string for any spelling of a device.
-
-    ``"/CPU:1"``, ``"cpu:1"``, ``"/device:CPU:1"`` and
-    ``"/job:localhost/replica:0/task:0/device:CPU:1"`` all give the last form.
-    A missing index means 0.
-    """
-    text = str(device).strip()
-    match = _DEVICE_RE.match(text)
-    if not text or not match:
-        raise ValueError(f"not a device name: {text!r} (expected something like '/CPU:1' or '/GPU:0')")
-    return "/job:{}/replica:{}/task:{}/device:{}:{}".format(
-        match["job"] or "localhost",
-        match["replica"] or 0,
-        match["task"] or 0,
-        match["type"].upper(),
-        match["index"] or 0,
-    )
-
-
-def short_device(device: Any) -> str:
-    """``'CPU:1'`` for any spelling of the first CPU:1 device."""
-    return normalize_device(device).rsplit("/device:", 1)[1]
-
-
-def same_device(a: Any, b: Any) -> bool:
-    return normalize_device(a) == normalize_device(b)
-
-
-# --------------------------------------------------------------------------
-# Parsing
-
-
-@dataclass(frozen=True)
-class PlacementRecord:
-    """One op placement read from a log line."""
-
-    op_type: str
-    device: str
-    short_device: str
-    node_name: str | None
-    kind: str  # "eager" (an executed op) or "graph" (a node the placer placed)
-    line: str
-
-
-# A logging prefix in either format TensorFlow has used:
-#   2019-05-30 16:20:56.082274: I tensorflow/core/common_runtime/eager/execute.cc:394]
-#   I0000 00:00:1796015065.143083    3358 execute.cc:1775]
-_PREFIX_RE = re.compile(
-    r"""^\s*(?:
-        \d{4}-\d\d-\d\d[ T][\d:.]+:?\s+[IWEF]\s+\S+:\d+\]\s*
-      | [IWEF]\d{4}\s+[\d:.]+\s+\d+\s+\S+:\d+\]\s*
-    )""",
-    re.X,
-)
-_DEVICE_TEXT = r"/job:[^/\s]+/replica:\d+/task:\d+/device:[A-Za-z_]+:\d+"
-_EAGER_RE = re.compile(rf"^Executing op (?P<op>\S+) in device (?P<device>{_DEVICE_TEXT})\s*$")
-_GRAPH_RE = re.compile(rf"^(?P<node>[^\s:]+): \((?P<op>[A-Za-z0-9_.>]+)\): (?P<device>{_DEVICE_TEXT})\s*$")
-
-
-def _parse_line(line: str) -> tuple[PlacementRecord, bool] | None:
-    """The record a line holds and whether it carried a logging prefix."""
-    prefix = _PREFIX_RE.match(line)
-    body = (line[prefix.end():] if prefix else line).strip()
-    match = _EAGER_RE.match(body)
-    kind = "eager"
-    if match is None:
-        match = _GRAPH_RE.match(body)
-        kind = "graph"
-    if match is None:
-        return None
-    device = normalize_device(match["device"])
-    record = PlacementRecord(
-        op_type=match["op"],
-        device=device,
-        short_device=device.rsplit("/device:", 1)[1],
-        node_name=match["node"] if kind == "graph" else None,
-        kind=kind,
-        line=line.rstrip("\r\n"),
-    )
-    return record, prefix is not None
-
-
-def is_placement_line(line: str) -> bool:
-    return _parse_line(line) is not None
-
-
-def parse_log(text: str) -> list[PlacementRecord]:
-    """Every placement record in ``text``, in order; other lines are ignored.
-
-    TensorFlow writes the same placement both bare and through its logger in
-    two cases (2019's eager lines, 2.21's placer lines on stdout and stderr);
-    when a kind of line appears both ways, only the prefixed copies count.
-    """
-    parsed = [p for p in map(_parse_line, text.splitlines()) if p is not None]
-    kinds_prefixed = {record.kind for record, prefixed in parsed if prefixed}
-    return [record for record, prefixed in parsed if prefixed or record.kind not in kinds_prefixed]
-
-
-# --------------------------------------------------------------------------
-# Which Python calls produce which ops (measured, see tests/checks/test_placement.py)
-
-
-@dataclass(frozen=True)
-class OriginProbe:
-    """A Python call and the op types it is measured to log.
-
-    ``setup`` runs before the capture, ``code`` inside it; both see ``tf`` and
-    ``keras``.  In ``ops`` an entry ``"A|B"`` is met by either op (TF's oneDNN CPU
-    build runs ``_MklMatMul`` where a GPU runs ``MatMul``) and ``*`` is a
-    wildcard.  ``absent`` lists ops the call no longer logs.
-    """
-
-    call: str
-    code: str
-    ops: tuple[str, ...]
-    setup: str = ""
-    absent: tuple[str, ...] = ()
-
-
-_VAR = "v = tf.Variable([1.0, 2.0])"
-_DENSE = "layer = keras.layers.Dense(3)\nlayer.build((None, 2))"
-_GRADS = (
-    _DENSE
-    + "\nwith tf.GradientTape() as tape:\n    loss = tf.reduce_sum(layer(tf.ones((1, 2))))"
-    + "\ngrads = tape.gradient(loss, layer.trainable_variables)"
-)
-
-ORIGIN_PROBES: tuple[OriginProbe, ...] = (
-    OriginProbe("tf.Variable(initial_value)", _VAR, ("VarHandleOp", "AssignVariableOp"),
-                absent=("VarIsInitializedOp",)),
-    OriginProbe("v.assign(value)", "v.assign([3.0, 4.0])", ("AssignVariableOp",), setup=_VAR),
-    OriginProbe("v.assign_add(delta)", "v.assign_add([1.0, 1.0])", ("AssignAddVariableOp",), setup=_VAR),
-    OriginProbe("v.assign_sub(delta)", "v.assign_sub([1.0, 1.0])", ("AssignSubVariableOp",), setup=_VAR),
-    OriginProbe("v.read_value()", "v.read_value()", ("ReadVariableOp", "Identity"), setup=_VAR),
-    OriginProbe("v.numpy()", "v.numpy()", ("ReadVariableOp",), setup=_VAR),
-    OriginProbe("tf.matmul(x, v) (any op that uses v)", "tf.matmul(tf.ones((1, 2)), tf.reshape(v, (2, 1)))",
-                ("ReadVariableOp", "MatMul|_MklMatMul"), setup=_VAR),
-    OriginProbe("v.is_initialized()", "v.is_initialized()", ("VarIsInitializedOp",), setup=_VAR),
-    OriginProbe("tf.identity(x)", "tf.identity(x)", ("Identity",), setup="x = tf.ones((2,)) * 2.0"),
-    OriginProbe("a Python value given to an op, e.g. v.assign_add([1.0, 1.0])", "v.assign_add([1.0, 1.0])",
-                ("_EagerConst",), setup=_VAR),
-    OriginProbe("tf.constant(value) inside tf.device(...)",
-                "with tf.device('/GPU:0'):\n    c = tf.constant([1.0, 2.0])", ("_EagerConst",)),
-    OriginProbe("tf.zeros(shape) / zeros initializer", "tf.zeros((2, 2))", ("Fill",)),
-    OriginProbe("keras Dense(...).build(input_shape)", _DENSE,
-                ("VarHandleOp", "AssignVariableOp", "StatelessRandomUniformV2", "Fill")),
-    OriginProbe("layer(x) for a built keras Dense layer", "layer(tf.ones((1, 2)))",
-                ("ReadVariableOp", "MatMul|_MklMatMul", "BiasAdd"), setup=_DENSE),
-    OriginProbe("tape.gradient(loss, layer.trainable_variables)",
-                "with tf.GradientTape() as tape:\n    loss = tf.reduce_sum(layer(tf.ones((1, 2))))\n"
-                "tape.gradient(loss, layer.trainable_variables)",
-                ("BiasAddGrad", "MatMul|_MklMatMul"), setup=_DENSE),
-    OriginProbe("keras SGD optimizer.apply_gradients(...)",
-                "opt.apply_gradients(zip(grads, layer.trainable_variables))",
-                ("ReadVariableOp", "AssignSubVariableOp", "AssignVariableOp"),
-                setup=_GRADS + "\nopt = keras.optimizers.SGD(0.1)"),
-    OriginProbe("keras Adam optimizer.apply_gradients(...), first step",
-                "opt.apply_gradients(zip(grads, layer.trainable_variables))",
-                ("VarHandleOp", "AssignAddVariableOp", "AssignSubVariableOp"),
-                setup=_GRADS + "\nopt = keras.optimizers.Adam(0.1)"),
-    OriginProbe("calling a tf.function (op name: __inference_<function name>_<n>)",
-                "f(tf.constant(1.0))", ("__inference_f_*",),
-                setup="@tf.function(autograph=False)\ndef f(x):\n    return x + 1.0"),
-)
-
-
-def _build_origins(probes: Iterable[OriginProbe]) -> dict[str, str]:
-    calls: dict[str, list[str]] = {}
-    for probe in probes:
-        for entry in probe.ops:
-            for op in entry.split("|"):
-                key = "__inference_*" if op.startswith("__inference_") else op
-                calls.setdefault(key, [])
-                if probe.call not in calls[key]:
-                    calls[key].append(probe.call)
-    return {op: "; ".join(found) for op, found in calls.items()}
-
-
-#: Op type -> the Python calls measured to produce it (from ORIGIN_PROBES).
-OP_ORIGINS: dict[str, str] = _build_origins(ORIGIN_PROBES)
-
-
-def origin_of(op_type: str) -> str | None:
-    """The typical Python calls for an op type, or None if none is documented."""
-    if op_type in OP_ORIGINS:
-        return OP_ORIGINS[op_type]
-    for pattern, calls in OP_ORIGINS.items():
-        if "*" in pattern and fnmatch.fnmatchcase(op_type, pattern):
-            return calls
-    return None
-
-
-def probe_ops_missing(probe: OriginProbe, seen: Iterable[str]) -> list[str]:
-    """The entries of ``probe.ops`` that no op in ``seen`` satisfies."""
-    seen = set(seen)
-    return [
-        entry for entry in probe.ops
-        if not any(fnmatch.fnmatchcase(op, alt) for alt in entry.split("|") for op in seen)
-    ]
+# Measuring which Python calls produce which ops (the probes: placement_origins)
 
 
 def measure_probe(probe: OriginProbe) -> Capture:
