@@ -31,8 +31,6 @@ from __future__ import annotations
 import builtins
 import functools
 import importlib
-import ipaddress
-import json
 import os
 import pkgutil
 import re
@@ -40,7 +38,19 @@ import sys
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+
+# Fingerprints, the audit hook and the kernel cells live in their own modules;
+# every name stays importable from here.
+from autograder.grading.integrity_cells import (  # noqa: F401
+    bootstrap_source, global_names, message, parse_report, verify_source,
+)
+from autograder.grading.integrity_fingerprint import (  # noqa: F401
+    _LEAF_TYPES, _MAX_HASH_BYTES, _MAX_ITEMS, _array_digest, _cell_value, _defined_in_notebook, fingerprint,
+)
+from autograder.grading.integrity_guards import (  # noqa: F401
+    CHANGE_EVENTS, WRITE_FLAGS, _is_local, _prefixes, install_guards,
+)
 
 CLOCKS = ("perf_counter", "perf_counter_ns", "time", "time_ns", "monotonic", "monotonic_ns",
           "process_time", "sleep")
@@ -108,13 +118,6 @@ def _callables(namespace: Any) -> dict[str, Any]:
             if not k.startswith("_") and callable(v) and not isinstance(v, types.ModuleType)}
 
 
-def _defined_in_notebook(func: Any) -> bool:
-    """True for a callable written in a notebook cell (or one that hides where it came from)."""
-    target = getattr(func, "__func__", func)
-    module = getattr(target, "__module__", None)
-    return module in (None, "__main__", "builtins") and not isinstance(target, types.BuiltinFunctionType)
-
-
 def _notebook_made(value: Any) -> bool:
     """A class attribute written by the notebook (a function, or one wrapped as a method or property)."""
     if isinstance(value, (staticmethod, classmethod)):
@@ -129,74 +132,6 @@ def _notebook_made(value: Any) -> bool:
 
 def _code_of(obj: Any) -> Any:
     return getattr(obj, "__code__", None)
-
-
-_LEAF_TYPES = (bool, int, str, bytes, type(None), type(Ellipsis))
-_MAX_ITEMS = 5000
-_MAX_HASH_BYTES = 64 * 2**20
-
-
-def _array_digest(arr: Any) -> tuple:
-    import hashlib
-
-    data = arr.tobytes() if arr.nbytes <= _MAX_HASH_BYTES else b""
-    return ("array", str(arr.dtype), tuple(arr.shape), hashlib.blake2b(data, digest_size=16).hexdigest(),
-            id(arr) if not data and arr.nbytes else 0)
-
-
-def fingerprint(obj: Any, depth: int = 0) -> Any:
-    """A value that changes when ``obj`` is rebound inside or mutated: functions by
-    their code, defaults and closure, containers and arrays by content, other
-    objects by identity (and the notebook-defined callables set on them)."""
-    if isinstance(obj, _LEAF_TYPES):
-        return (type(obj).__name__, obj)
-    if isinstance(obj, (float, complex)):
-        return (type(obj).__name__, repr(obj))
-    if depth > 6 or isinstance(obj, types.ModuleType):
-        return ("id", id(obj))
-    if isinstance(obj, types.FunctionType):
-        cells = tuple(id(_cell_value(c)) for c in (obj.__closure__ or ()))
-        return ("function", id(obj), id(obj.__code__), fingerprint(obj.__defaults__, depth + 1),
-                fingerprint(obj.__kwdefaults__, depth + 1), cells, id(obj.__globals__))
-    if isinstance(obj, types.MethodType):
-        return ("method", fingerprint(obj.__func__, depth + 1), id(obj.__self__))
-    if isinstance(obj, type):
-        return ("class", id(obj), tuple(sorted((k, id(v)) for k, v in vars(obj).items())))
-    python_function = getattr(type(obj), "python_function", None)
-    if isinstance(python_function, property):  # tf.function: its Python function and compile setting
-        inner = vars(obj).get("_python_function")
-        return ("tf.function", id(obj), fingerprint(inner, depth + 1), vars(obj).get("_jit_compile"))
-    if isinstance(obj, (list, tuple, set, frozenset, dict)):
-        items = list(obj.items()) if isinstance(obj, dict) else list(obj)
-        if len(items) > _MAX_ITEMS:
-            return ("id", id(obj), len(items))
-        parts = [fingerprint(i, depth + 1) for i in items]
-        if isinstance(obj, (set, frozenset)):
-            parts.sort(key=repr)
-        return (type(obj).__name__, id(obj) if isinstance(obj, (list, dict, set)) else 0, tuple(parts))
-    kind = type(obj).__name__
-    if kind == "ndarray" and hasattr(obj, "tobytes"):
-        return _array_digest(obj)
-    if kind == "EagerTensor":
-        try:
-            return _array_digest(obj.numpy())
-        except Exception:
-            return ("id", id(obj))
-    import dataclasses
-
-    if dataclasses.is_dataclass(obj):
-        return ("dataclass", id(obj), tuple(fingerprint(getattr(obj, f.name, None), depth + 1)
-                                            for f in dataclasses.fields(obj)))
-    own = vars(obj) if hasattr(obj, "__dict__") and isinstance(getattr(obj, "__dict__", None), dict) else {}
-    patched = tuple(sorted(k for k, v in own.items() if callable(v) and _defined_in_notebook(v)))
-    return ("object", id(obj), patched)
-
-
-def _cell_value(cell: Any) -> Any:
-    try:
-        return cell.cell_contents
-    except ValueError:  # an empty cell
-        return None
 
 
 def bound_names(source: str) -> list[str]:
@@ -515,147 +450,3 @@ def take_snapshot(*, include_tf: bool = False, shell: Any = None) -> Snapshot:
     return snap
 
 
-def _is_local(address: Any) -> bool:
-    if isinstance(address, (str, bytes)):  # AF_UNIX path
-        return True
-    host = address[0] if isinstance(address, tuple) and address else ""
-    if host in ("localhost", ""):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-CHANGE_EVENTS = ("os.remove", "os.rename", "os.mkdir", "os.rmdir", "os.chmod", "os.chown", "os.truncate",
-                 "os.symlink", "os.link", "os.utime", "shutil.rmtree", "shutil.move")
-
-
-def _prefixes(paths) -> tuple[str, ...]:
-    return tuple(os.path.realpath(os.fsdecode(d)).rstrip(os.sep) + os.sep for d in paths if d)
-
-
-def install_guards(hidden_dirs: list[str], *, allow: list[str] = (), writable: list[str] = (),
-                   block_network: bool = True) -> Callable[[], int]:
-    """From now on in this process refuse to read ``hidden_dirs`` (except what
-    lies under ``allow``: the Python installation), to write or change files
-    outside ``writable`` (when given) and to reach the network.  Returns a
-    function that says how many trace or profile functions were set since."""
-    traces_set = [0]
-    hidden, allowed = _prefixes(hidden_dirs), _prefixes(allow) or ("\0",)
-    may_write = _prefixes([*writable, "/dev"]) if writable else ()
-
-    def real(path: Any) -> str | None:
-        if isinstance(path, (str, bytes, os.PathLike)):
-            return os.path.realpath(os.fsdecode(path)) + os.sep
-        return None  # a file descriptor: it was checked when it was opened
-
-    def hook(event: str, args: tuple) -> None:
-        if event in ("sys.settrace", "sys.setprofile"):  # the events carry no arguments
-            traces_set[0] += 1
-            return
-        if event in ("open", "os.listdir", "os.scandir"):
-            path = real(args[0]) if args else None
-            if path is None:
-                return
-            if hidden and path.startswith(hidden) and not path.startswith(allowed):
-                raise PermissionError(f"the grader does not let notebooks read {os.fsdecode(args[0])}")
-            if event == "open" and may_write and not path.startswith(may_write):
-                mode, flags = (args[1] if len(args) > 1 else None), (args[2] if len(args) > 2 else 0)
-                if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & WRITE_FLAGS:
-                    raise PermissionError(f"notebooks may only write in their own folder, not {os.fsdecode(args[0])}")
-        elif may_write and event in CHANGE_EVENTS and args:
-            for target in args[:2]:
-                path = real(target)
-                if path is not None and not path.startswith(may_write):
-                    raise PermissionError(f"notebooks may only change files in their own folder, not {target}")
-        elif block_network and event in ("socket.connect", "socket.sendto") and len(args) >= 2:
-            if not _is_local(args[1]):
-                raise PermissionError(f"network access is disabled while grading (tried {args[1]!r})")
-        elif block_network and event == "socket.getaddrinfo" and args and not _is_local((args[0],)):
-            raise PermissionError(f"network access is disabled while grading (tried to look up {args[0]!r})")
-
-    sys.addaudithook(hook)
-    return lambda: traces_set[0]
-
-
-def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool, allow: list[str] = (),
-                     writable: list[str] = ()) -> str:
-    """The first cell a sandboxed kernel runs, before any learner code."""
-    return (
-        "def _autograder_bootstrap():\n"
-        "    import builtins\n"
-        "    import json\n"
-        "    from autograder.grading import integrity\n"
-        f"    traces_set = integrity.install_guards({list(hidden_dirs)!r}, allow={list(allow)!r}, "
-        f"writable={list(writable)!r})\n"
-        f"    snap = integrity.take_snapshot(include_tf={include_tf!r}, shell=get_ipython())\n"
-        "    snap.hooks['traces_set'] = traces_set\n"
-        "    ns = get_ipython().user_ns\n"
-        "    def report(names=None, freeze=None, label=''):\n"
-        "        if freeze is not None:\n"
-        "            snap.freeze(ns, freeze, label)\n"
-        "        return json.dumps(snap.problems(ns, names))\n"
-        f"    builtins.__dict__['_autograder_{token}'] = report\n"
-        "    snap.builtins = dict(vars(builtins))\n"
-        "    profile = None\n"
-        f"    if {include_tf!r}:\n"
-        "        from autograder.checks.hardware import current_profile\n"
-        "        try:\n"
-        "            profile = current_profile().to_dict()\n"
-        "        except Exception as exc:\n"
-        "            profile = {'name': 'unknown', 'error': str(exc)}\n"
-        "    # Last, so that nothing above runs under it; still before any learner cell.\n"
-        "    from autograder.checks import kernel_guard\n"
-        f"    snap.hooks['refused'] = kernel_guard.install(learner_dirs={list(writable)!r})\n"
-        f"    print({token!r} + 'ready' + json.dumps(profile), flush=True)\n"
-        "_autograder_bootstrap()\n"
-        "del _autograder_bootstrap\n"
-    )
-
-
-def verify_source(token: str, names: list[str] | None = None, *, freeze: list[str] | None = None,
-                  label: str = "") -> str:
-    """A cell that prints the integrity report after ``token`` (no names left behind).
-
-    With ``freeze``, it first records what those names refer to: the locked
-    cell ``label`` (or a test cell) just bound them."""
-    return (f"print({token!r} + __import__('builtins').__dict__['_autograder_{token}']({names!r}, "
-            f"{freeze!r}, {label!r}), flush=True)\n")
-
-
-def global_names(source: str) -> list[str] | None:
-    """Every name a cell's code could look up globally (None if it does not compile)."""
-    try:
-        code = compile(source, "<test>", "exec")
-    except (SyntaxError, ValueError):
-        return None
-    found: set[str] = set()
-    stack = [code]
-    while stack:
-        current = stack.pop()
-        found.update(current.co_names)
-        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-    return sorted(found)
-
-
-def parse_report(text: str, token: str) -> list[str]:
-    """The problems a verify cell printed; a missing or garbled answer is itself a problem."""
-    for line in text.splitlines():
-        if line.startswith(token):
-            try:
-                problems = json.loads(line[len(token):])
-            except json.JSONDecodeError:
-                break
-            if isinstance(problems, list):
-                return [str(p) for p in problems]
-            break
-    return ["the grader's integrity check did not answer (print, builtins or the kernel's output were changed)"]
-
-
-def message(problems: list[str]) -> str:
-    """The one-line feedback for a test that found the grader tampered with."""
-    shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-    return (f"integrity: {shown}. What the exercise's locked cells define, the grader's clock and checks, "
-            "and the functions they use must stay as given; remove the code that changes them and resubmit")
