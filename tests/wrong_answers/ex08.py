@@ -58,6 +58,10 @@ LOGITS_AS_PROBABILITIES = export(probabilities="logits")
 # run, TF Serving) cannot find the variables behind Keras 3's wrappers.
 KERAS_WRAPPERS_ONLY = export(weights="pass")
 
+# Clause 3: the label as int32 (tf.argmax's output_type changed), not int64.
+LABEL_INT32 = export().replace('"label": tf.argmax(logits, axis=-1)',
+                               '"label": tf.argmax(logits, axis=-1, output_type=tf.int32)', 1)
+
 # Right: Keras' own export archive, one endpoint per name.
 EXPORT_ARCHIVE = '''
 def export_classifier(model, export_dir):
@@ -130,6 +134,12 @@ HARD_CODED_SIGNATURE = rest(name='"classify"')       # clause 1
 COLUMNAR = rest(key="inputs")                          # clause 2
 LABELS_INT32 = rest(label_dtype="int32")               # clause 3
 VALUE_ERROR = rest(error="ValueError")                 # clause 4
+
+# Clause 1: the features as an array in the body, which json.dumps refuses.
+ARRAY_IN_BODY = '''
+def make_predict_request(features, signature_name):
+    return {"signature_name": signature_name, "instances": np.asarray(features, dtype=np.float32)}
+''' + "\n\n" + rest().split("\n\n\n", 1)[1]
 
 REST_NAMED_INSTANCES = '''
 def make_predict_request(features, signature_name):
@@ -291,6 +301,14 @@ def make_fast_predict(model):
     return FastPredict(model)
 '''
 
+# Clause 1: the model's numbers recomputed in NumPy from its weights: right outputs,
+# but the model's computation never runs.
+NUMPY_FORWARD = '''
+def make_fast_predict(model):
+    w1, b1, w2, b2 = [np.asarray(w) for w in model.get_weights()]
+    return lambda features: np.maximum(np.asarray(features) @ w1 + b1, 0.0) @ w2 + b2
+'''
+
 FAST_DECORATED = '''
 def make_fast_predict(model):
     @tf.function(input_signature=(tf.TensorSpec(shape=(None,) + tuple(model.input_shape[1:]), dtype=tf.float32),))
@@ -365,6 +383,15 @@ CASES = [
         messages={"test-export": "Could not find variable", "test-rest": "raised ValueError",
                   "test-fast-predict": "too slow"},
         hostile="reads-course-files",
+    ),
+    WrongAnswer(
+        name="clause_int32_label_array_body_numpy_forward",
+        replace={"answer-export": LABEL_INT32, "answer-rest": ARRAY_IN_BODY, "answer-fast-predict": NUMPY_FORWARD},
+        expect={**ZERO, "test-load": FULL["test-load"]},
+        breaks={"test-export": 3, "test-rest": 1, "test-fast-predict": 1},
+        messages={"test-export": "is int32, expected int64", "test-rest": "not JSON-serialisable",
+                  "test-fast-predict": "computation ran 0 times"},
+        keeps=("test-load",),
     ),
     WrongAnswer(
         name="hostile_silenced_errors_on_the_release",
