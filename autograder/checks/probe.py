@@ -62,6 +62,7 @@ def _result(op: str, request: dict, user_ns: dict) -> Any:
         return namespace.get("result")
     if op == "stage":
         fn = eval(request["code"], _namespace(user_ns, {}))
+        _STAGED.clear()  # one staged set at a time: the judge's earlier ones are done with
         _STAGED[request["key"]] = (fn, plain.loads(request["args"], tensors=True))
         return None
     if op == "staged":
