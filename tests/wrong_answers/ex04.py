@@ -317,6 +317,14 @@ CASES = [
         messages={"test-xla-step": "ran no tf.function", "test-clip-top": "ran no tf.function"},
         hostile="duck-typed",
     ),
+    WrongAnswer(  # part independence: a part 1 that fails its timing (calls staged in the kernel) costs no other part
+        name="compiled_every_call_keeps_the_other_parts",
+        replace={"answer-xla-step": STEP_COMPILED_EVERY_CALL},
+        expect={**FULL, "test-xla-step": 0},
+        breaks={"test-xla-step": 3},
+        messages={"test-xla-step": "needed"},
+        keeps=("test-predict-one-compile", "test-cannot-compile", "test-clip-top"),
+    ),
     WrongAnswer(
         name="reads_course_files",
         replace={"answer-predict": steal_solution(ASSIGNMENT, "answer-predict")},
