@@ -236,6 +236,18 @@ _gradients._loss_scale_factor = lambda *args, **kwargs: None
 # batch normalization then normalises with its moving statistics, not the batch's.
 NO_TRAINING_FLAG = REFERENCE_STEP.replace("model(x, training=True)", "model(x)")
 
+# 2.3: unscales by hand and then hands the gradients to optimizer.apply, which unscales
+# them again: every update is 1 / loss-scale of the gradient.
+UNSCALES_TWICE = '''
+def train_step(model, optimizer, x, y):
+    with tf.GradientTape() as tape:
+        loss = weighted_loss(y, model(x, training=True))
+        scaled = optimizer.scale_loss(loss)
+    grads = tape.gradient(scaled, model.trainable_variables)
+    optimizer.apply([g / optimizer.dynamic_scale for g in grads], model.trainable_variables)
+    return loss
+'''
+
 # Right: a @tf.function step with apply_gradients, called once on its own model
 # (an unbuilt optimizer) before the grader's calls.
 DECORATED_SELF_CHECKED = '''
@@ -545,10 +557,10 @@ CASES = [
     ),
     WrongAnswer(
         name="duck_typed_model_and_multiline_error",
-        replace={A1: FLOAT32_INSIDE, A3: MULTILINE_MESSAGE, A5: LATE_JIT_ATTRIBUTE},
+        replace={A1: FLOAT32_INSIDE, A2: UNSCALES_TWICE, A3: MULTILINE_MESSAGE, A5: LATE_JIT_ATTRIBUTE},
         expect={**FULL, P1: 0, P2: 0, P3: 0, P5: 0},
-        breaks={P1: 2, P3: 5, P5: 5},
-        messages={P1: "matrix multiplication(s) in float16", P2: "inf/NaN changed", P3: "one-line message",
+        breaks={P1: 2, P2: 3, P3: 5, P5: 5},
+        messages={P1: "matrix multiplication(s) in float16", P2: "mixed-precision gradient", P3: "one-line message",
                   P5: "is not compiled with XLA"},
         hostile="duck-typed",
     ),
@@ -576,7 +588,9 @@ CASES = [
     WrongAnswer(
         name="steals_build_classifier_loose_validation",
         replace={A1: steal_solution(ASSIGNMENT, A1), A3: LOOSE_VALIDATION, A5: LEAKS_GLOBAL_POLICY},
-        expect=ZERO,
+        # Part 2 grades train_step on the grader's own models (parts are judged independently), so
+        # the reference train_step keeps its marks without build_classifier.
+        expect={**ZERO, P2: 3},
         breaks={P3: 5, P5: 6},
         messages={P3: "must raise ValueError", P5: "changed the global dtype policy from 'float32' to 'mixed_float16'"},
         hostile="reads-course-files",
