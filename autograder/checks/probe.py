@@ -62,7 +62,8 @@ def _result(op: str, request: dict, user_ns: dict) -> Any:
         return namespace.get("result")
     if op == "stage":
         fn = eval(request["code"], _namespace(user_ns, {}))
-        _STAGED.clear()  # one staged set at a time: the judge's earlier ones are done with
+        for key in [k for k in _STAGED if k != "null"]:  # one staged set at a time (and the no-op)
+            del _STAGED[key]
         _STAGED[request["key"]] = (fn, plain.loads(request["args"], tensors=True))
         return None
     if op == "staged":
@@ -137,22 +138,26 @@ class Learner:
         return LearnerFunction(self, expr)
 
     def timed_calls(self, expr: str, arg_sets: list[tuple]) -> tuple[float, list[Any]]:
-        """The fastest single call of ``expr`` over ``arg_sets`` (seconds, less the round trip) and the outputs."""
+        """The fastest single call of ``expr`` over ``arg_sets`` and the outputs.
+
+        Each call is one request; before each, a request that does nothing is timed the
+        same way, and the fastest of those (this trial's round trip, measured side by side
+        with the calls) is taken off the fastest call."""
         key = f"k{time.monotonic_ns()}"
+        self._ask("stage", "lambda: None", [()], key="null")
         self._ask("stage", expr, [tuple(a) for a in arg_sets], key=key)
-        best, outs = float("inf"), []
+        best, best_null, outs = float("inf"), float("inf"), []
         for index in range(len(arg_sets)):
+            best_null = min(best_null, self._ask("staged", key="null", index=0)[1])
             out, seconds = self._ask("staged", key=key, index=index)
             best = min(best, seconds)
             outs.append(out)
-        return max(best - self.round_trip(), 1e-9), outs
+        return max(best - best_null, 1e-9), outs
 
     def round_trip(self) -> float:
-        """The fastest request that does nothing (what every timed request costs on top of its work)."""
-        if getattr(self, "_round_trip", None) is None:
-            self._ask("stage", "lambda: None", [()] * 5, key="null")
-            self._round_trip = min(self._ask("staged", key="null", index=i)[1] for i in range(5))
-        return self._round_trip
+        """The fastest of five requests that do nothing (what a request costs on top of its work)."""
+        self._ask("stage", "lambda: None", [()], key="null")
+        return min(self._ask("staged", key="null", index=0)[1] for _ in range(5))
 
 
 class LearnerFunction:
