@@ -265,6 +265,53 @@ def accumulated_gradients(model, x, y, micro_batch_size):
     return total.read_value(), [a.read_value() for a in accum]
 '''
 
+# Clause 3 (lets that error propagate): the step's error is caught and printed.
+SWALLOWS_STEP_ERROR = '''
+def profile_steps(step, args, logdir, steps=5):
+    step(*args)
+    with tf.profiler.experimental.Profile(str(logdir)):
+        for _ in range(steps):
+            try:
+                step(*args).numpy()
+            except Exception as error:
+                print("a profiled step failed:", error)
+                break
+    return find_xplane(logdir)
+'''
+
+# Clause 4 (the file this profile wrote): the oldest trace under logdir, not the newest.
+RETURNS_OLDEST_TRACE = '''
+def profile_steps(step, args, logdir, steps=5):
+    import glob, os
+    step(*args)
+    with tf.profiler.experimental.Profile(str(logdir)):
+        for _ in range(steps):
+            step(*args).numpy()
+    files = glob.glob(os.path.join(str(logdir), "plugins", "profile", "*", "*.xplane.pb"))
+    return min(files, key=os.path.getmtime)
+'''
+
+# Part 3 clause 1: finite, but an epsilon inside the log caps the loss of a confident wrong answer.
+LOG_EPSILON = '''
+def stable_cross_entropy(logits, labels):
+    return -tf.reduce_sum(labels * tf.math.log(tf.nn.softmax(logits) + 1e-12), axis=-1)
+'''
+
+# Part 5 clause 1: every micro-batch's sum divided as if the last one were full.
+PADDED_COUNT = '''
+def accumulated_gradients(model, x, y, micro_batch_size):
+    n = x.shape[0]
+    count = -(-n // micro_batch_size) * micro_batch_size
+    total, sums = tf.constant(0.0), [tf.zeros_like(v) for v in model.trainable_variables]
+    for start in range(0, n, micro_batch_size):
+        xb, yb = x[start:start + micro_batch_size], y[start:start + micro_batch_size]
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(per_example_loss(yb, model(xb))) / count
+        sums = [s + g for s, g in zip(sums, tape.gradient(loss, model.trainable_variables))]
+        total += loss
+    return total, sums
+'''
+
 # Patches TensorFlow's profiler start so that a profiler left running looks free.
 PATCH_PROFILER_START = NO_FINALLY + '''
 _real_start = tf.profiler.experimental.start
@@ -379,6 +426,23 @@ CASES = [
         messages={"test-profile-steps": "return the path of the .xplane.pb file",
                   "test-slowest-op": "not a _AnyOp", "test-safe-normalize": "for non-zero rows"},
         hostile="duck-typed",
+    ),
+    WrongAnswer(
+        name="clause3_swallows_step_error_log_epsilon_padded_count",
+        replace={"answer-profile-steps": SWALLOWS_STEP_ERROR, "answer-stable-loss": LOG_EPSILON,
+                 "answer-accumulation": PADDED_COUNT},
+        expect={**FULL, "test-profile-steps": 0, "test-stable-loss": 0, "test-accumulation": 0},
+        breaks={"test-profile-steps": 3, "test-stable-loss": 1, "test-accumulation": 1},
+        messages={"test-profile-steps": "must let an error raised by the step propagate",
+                  "test-stable-loss": "other values", "test-accumulation": "full batch's mean loss"},
+        keeps=("test-slowest-op",),
+    ),
+    WrongAnswer(
+        name="clause4_returns_oldest_trace",
+        replace={"answer-profile-steps": RETURNS_OLDEST_TRACE},
+        expect={**FULL, "test-profile-steps": 0},
+        breaks={"test-profile-steps": 4},
+        messages={"test-profile-steps": "the newest under logdir"},
     ),
     WrongAnswer(
         name="hostile_silenced_errors_on_the_release",
