@@ -253,9 +253,6 @@ class _Worker:
         self.frozen: dict[str, str] = {}  # frozen name -> how it is frozen ("NAME" or "state:NAME")
 
     def send(self, message) -> None:
-        legacy = {protocol.PartResult: "part", protocol.Done: "done"}.get(type(message))
-        if legacy:  # TEMPORARY (remove before the session ends): graders started before the typed protocol
-            self.out.write(json.dumps({legacy: asdict(message)}) + "\n")
         self.out.write(protocol.encode(message))
         self.out.flush()
 
