@@ -63,7 +63,8 @@ from autograder.grading import notebook as nbtools  # noqa: E402
 from autograder.grading.limits import Limits  # noqa: E402,F401  (sandbox.Limits: where callers find it)
 from autograder.grading.results import Results, TestResult, zero_results  # noqa: E402
 from autograder.judge import client as judge_client  # noqa: E402
-from autograder.grading import verdict  # noqa: E402
+from autograder.grading import judged_parts, verdict  # noqa: E402
+from autograder.grading.judged_parts import write as _write  # noqa: E402
 from autograder.judge import protocol  # noqa: E402
 
 MAX_NOTEBOOK_BYTES = 200 * 1024 * 1024
@@ -553,9 +554,9 @@ def _converse(proc: subprocess.Popen, job: dict, prepared: Prepared, limits: Lim
         if isinstance(message, protocol.Test):
             if message.grade_id in prepared.judged:
                 _write(proc, protocol.encode(protocol.Serve()))
-                result = _judge_part(proc, lines, prepared, message, run, deadline)
+                result = judged_parts.judge_part(proc, lines, prepared, message, run.judge, deadline)
                 _write(proc, protocol.encode(protocol.End()))
-                problems = _checked_after(lines, deadline)
+                problems = judged_parts.checked_after(lines, deadline)
                 if problems:
                     result = verdict.decide(result.name, result.max_score, pending=integrity.message(problems))
                 run.received.setdefault(message.grade_id, result)
@@ -568,61 +569,6 @@ def _converse(proc: subprocess.Popen, job: dict, prepared: Prepared, limits: Lim
             run.sandbox = message.sandbox
             run.profile = message.profile or run.profile
             return
-
-
-def _checked_after(lines: queue.Queue, deadline: float) -> list[str]:
-    """The worker's integrity finding after a judged part (its next message must be Checked)."""
-    try:
-        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-    except queue.Empty:
-        return ["the kernel did not answer the integrity check after this part"]
-    if line is None:
-        lines.put(None)
-        return ["the sandbox stopped before the integrity check after this part"]
-    try:
-        return protocol.decode(line, protocol.Checked).problems
-    except protocol.ProtocolError:
-        return ["the sandbox answered out of turn after this part"]
-
-
-def _write(proc: subprocess.Popen, line: str) -> None:
-    proc.stdin.write(line.encode())
-    proc.stdin.flush()
-
-
-class _WorkerGone(Exception):
-    """The worker stopped (or sent something else) while the judge waited for a probe."""
-
-
-def _judge_part(proc: subprocess.Popen, lines: queue.Queue, prepared: Prepared, test, run: _Run,
-                deadline: float) -> TestResult:
-    """Have the judge run one part's hidden test, relaying its probes to the worker."""
-    points = next((p.points for p in prepared.parts if p.grade_id == test.grade_id), 0.0)
-
-    def relay(probe: protocol.Probe) -> protocol.ProbeResult:
-        _write(proc, protocol.encode(probe))
-        line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        if line is None:
-            lines.put(None)  # the conversation's own loop must see the end too
-            raise _WorkerGone("the sandbox stopped")
-        try:
-            return protocol.decode(line, protocol.ProbeResult)
-        except protocol.ProtocolError:
-            raise _WorkerGone("the sandbox answered out of turn") from None
-
-    if test.pending:
-        return verdict.decide(test.grade_id, points, pending=test.pending)
-    try:
-        found = run.judge.judge(test.grade_id, prepared.judged[test.grade_id], relay, deadline)
-    except (TimeoutError, queue.Empty):
-        return verdict.decide(test.grade_id, points, failure="the notebook's time ran out while this part was judged")
-    except _WorkerGone as exc:
-        return verdict.decide(test.grade_id, points, failure=f"{exc} while this part was judged")
-    except judge_client.JudgeFailed as exc:
-        return verdict.decide(test.grade_id, points, failure=(
-            f"the grader's judge failed on this part ({exc}); grade again, and tell the course maintainers "
-            "if it keeps failing"))
-    return verdict.decide(test.grade_id, points, verdict=found)
 
 
 def _clean_up(proc: subprocess.Popen | None, cgroups: "_Cgroups | None", workdir: Path, log_path: Path) -> str:
