@@ -22,6 +22,7 @@ sandbox), and ``tests/grading/test_catalogue.py`` checks the catalogue's coverag
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 
@@ -104,3 +105,14 @@ if _found is None:
     raise RuntimeError("no course file found")
 exec(_found)
 '''
+
+
+def released(assignment: str, gid: str) -> str:
+    """The unanswered answer cell ``gid`` of ``assignment``'s release (what a learner starts from)."""
+    from tests.conftest import EXERCISES
+
+    nb = json.loads((EXERCISES / assignment / f"{assignment}.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == gid:
+            return "".join(cell["source"])
+    raise KeyError(gid)

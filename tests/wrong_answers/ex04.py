@@ -11,9 +11,8 @@ Clauses (the parts' **Specification** lists):
   that compiles.
 - test-clip-top: 1 clip_top_numpy's results, 2 runs compiled by XLA.
 """
-import json
 
-from tests.conftest import EXERCISES
+from tests.wrong_answers import released as released_cell
 from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "04_xla"
@@ -24,12 +23,8 @@ ANSWERS = ("answer-xla-step", "answer-predict", "answer-cannot-compile", "answer
 
 
 def released(gid: str) -> str:
-    """The unanswered answer cell ``gid`` of the release."""
-    nb = json.loads((EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
-    for cell in nb["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == gid:
-            return "".join(cell["source"])
-    raise KeyError(gid)
+    """The unanswered answer cell ``gid`` of this exercise's release."""
+    return released_cell(ASSIGNMENT, gid)
 
 
 # --- Part 1: the compiled training step ------------------------------------------------

@@ -12,9 +12,8 @@ Clauses (the parts' **Specification** lists):
 - test-standardize: 1 standardize's values, 2 called the same way (Python
   float eps, any batch size), 3 one trace for all of CALLS.
 """
-import json
 
-from tests.conftest import EXERCISES
+from tests.wrong_answers import released as released_cell
 from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "06_autograph"
@@ -25,12 +24,8 @@ ANSWERS = ("answer-rnn-graph", "answer-collatz", "answer-standardize")
 
 
 def released(gid: str) -> str:
-    """The unanswered answer cell ``gid`` of the release."""
-    nb = json.loads((EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
-    for cell in nb["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == gid:
-            return "".join(cell["source"])
-    raise KeyError(gid)
+    """The unanswered answer cell ``gid`` of this exercise's release."""
+    return released_cell(ASSIGNMENT, gid)
 
 
 SIGNATURE = '''@tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.float32), tf.TensorSpec([None, None], tf.float32),

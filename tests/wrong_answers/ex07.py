@@ -17,9 +17,8 @@ Clauses (the parts' **Specification** lists):
 Every distinct kernel is one C++ build (about 15 s), so kernels are shared
 between cases where they can be.
 """
-import json
 
-from tests.conftest import EXERCISES
+from tests.wrong_answers import released as released_cell
 from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "07_custom_ops"
@@ -30,12 +29,8 @@ ANSWERS = ("answer-kernel", "answer-gradient")
 
 
 def released(gid: str) -> str:
-    """The unanswered answer cell ``gid`` of the release."""
-    nb = json.loads((EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
-    for cell in nb["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == gid:
-            return "".join(cell["source"])
-    raise KeyError(gid)
+    """The unanswered answer cell ``gid`` of this exercise's release."""
+    return released_cell(ASSIGNMENT, gid)
 
 
 KERNEL_TEMPLATE = '''

@@ -2,7 +2,7 @@
 wrong answer, two right answers written differently, and the hostile classes."""
 import json
 
-from tests.conftest import EXERCISES
+from tests.wrong_answers import released as released_cell
 from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "08_deployment"
@@ -12,12 +12,8 @@ ZERO = {k: 0 for k in FULL}
 
 
 def released(gid: str) -> str:
-    """The unanswered answer cell ``gid`` of the release."""
-    nb = json.loads((EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
-    for cell in nb["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == gid:
-            return "".join(cell["source"])
-    raise KeyError(gid)
+    """The unanswered answer cell ``gid`` of this exercise's release."""
+    return released_cell(ASSIGNMENT, gid)
 
 
 # --- Part 1: export ----------------------------------------------------------------

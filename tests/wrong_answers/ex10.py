@@ -1,8 +1,7 @@
 """Mutation catalogue for exercise 10 (scaling out): per clause of every part a
 wrong answer, two right answers written differently, and the hostile classes."""
-import json
 
-from tests.conftest import EXERCISES
+from tests.wrong_answers import released as released_cell
 from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "10_scaling_out"
@@ -13,12 +12,8 @@ ANSWERS = ("answer-build", "answer-replica-loss", "answer-train", "answer-eval")
 
 
 def released(gid: str) -> str:
-    """The unanswered answer cell ``gid`` of the release."""
-    nb = json.loads((EXERCISES / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
-    for cell in nb["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == gid:
-            return "".join(cell["source"])
-    raise KeyError(gid)
+    """The unanswered answer cell ``gid`` of this exercise's release."""
+    return released_cell(ASSIGNMENT, gid)
 
 
 # --- Part 1: build_replicated ---------------------------------------------------------------
