@@ -438,10 +438,10 @@ class _Worker:
                         if spec["kind"] == "locked" and not tampered:
                             tampered = self.check_integrity([], freeze=spec["binds"], label=label)
                         continue
-                    if not tampered:  # the locked cells' names are still theirs (the judge's probes call them)
-                        tampered = self.check_integrity([])
-                    reply = self.reach_test(spec["grade_id"], pending or tampered_message(tampered))
+                    reply = self.reach_test(spec["grade_id"], pending)
                     if isinstance(reply, protocol.Serve):
+                        if not tampered:  # the locked cells' names are still theirs (the judge's probes call them)
+                            tampered = self.check_integrity([])
                         dead = self.serve_probes()
                         if not tampered and not dead:  # the probes must not have changed the checks or locked names
                             tampered = self.check_integrity([], label=label)
@@ -524,10 +524,6 @@ class _Worker:
 
 def _probe_error(ename: str, message: str) -> str:
     return json.dumps({"error": {"type": ename, "message": message}})
-
-
-def tampered_message(tampered: list[str]) -> str:
-    return integrity.message(tampered) if tampered else ""
 
 
 def _error_text(cell) -> str:
