@@ -154,7 +154,11 @@ _IDLE_LOCK = threading.Lock()
 
 
 def _key(cells: list[str], data_files: list[Path]) -> tuple:
-    return tuple(cells), tuple(sorted(str(Path(p).resolve()) for p in data_files))
+    """What makes two judges interchangeable: the locked cells, the data files and the environment a
+    new judge would get now (TF_ENABLE_ONEDNN_OPTS, the visible GPUs...): a judge started under another
+    setting is never handed out."""
+    env = tuple(sorted(clean_subprocess.clean_env().items()))
+    return tuple(cells), tuple(sorted(str(Path(p).resolve()) for p in data_files)), env
 
 
 def acquire(cells: list[str], data_files: list[Path]) -> Judge:

@@ -66,6 +66,20 @@ def test_a_released_judge_is_handed_out_again_for_the_same_assignment_only(tmp_p
         other = client.acquire(["SCALE = 4.0"], [])
         assert other is not first
         other.close()
+        client.release(first, cells, [])
+        import os
+        saved = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+        os.environ["TF_ENABLE_ONEDNN_OPTS"] = "1" if saved == "0" else "0"
+        try:  # a judge started under another oneDNN setting is not handed out
+            elsewhere = client.acquire(cells, [])
+            assert elsewhere is not first
+            elsewhere.close()
+        finally:
+            if saved is None:
+                del os.environ["TF_ENABLE_ONEDNN_OPTS"]
+            else:
+                os.environ["TF_ENABLE_ONEDNN_OPTS"] = saved
+        assert client.acquire(cells, []) is first
         first.in_step = False  # a part that ended without its verdict: never reused
         client.release(first, cells, [])
         assert first.proc.poll() is not None
