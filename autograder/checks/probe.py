@@ -154,11 +154,6 @@ class Learner:
             outs.append(out)
         return max(best - best_null, 1e-9), outs
 
-    def round_trip(self) -> float:
-        """The fastest of five requests that do nothing (what a request costs on top of its work)."""
-        self._ask("stage", "lambda: None", [()], key="null")
-        return min(self._ask("staged", key="null", index=0)[1] for _ in range(5))
-
 
 class LearnerFunction:
     """``learner.function(expr)``: call it for plain outputs; ``timed_calls`` is timed from outside."""
