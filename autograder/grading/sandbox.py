@@ -98,20 +98,8 @@ class Prepared:
 
 def hidden_test_lines(source_nb) -> list[str]:
     """Lines between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS`` in the source."""
-    lines: list[str] = []
-    for cell in source_nb.cells:
-        if not nbtools.is_test_cell(cell):
-            continue
-        inside = False
-        for line in cell.source.splitlines():
-            marker = line.strip()
-            if marker.startswith("### BEGIN HIDDEN TESTS"):
-                inside = True
-            elif marker.startswith("### END HIDDEN TESTS"):
-                inside = False
-            elif inside and marker:
-                lines.append(marker)
-    return lines
+    return [line.strip() for cell in source_nb.cells if nbtools.is_test_cell(cell)
+            for line in judge_client.hidden_block(cell.source).splitlines() if line.strip()]
 
 
 def _answers_before_tests(source_nb) -> dict[str, list[str]]:
