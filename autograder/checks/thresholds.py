@@ -152,8 +152,15 @@ THRESHOLDS: dict[str, dict[str, float | None]] = {
     "xla_train_step": {
         # measured 3.4x-3.6x median in 5 runs on the build machine with the
         # other core busy (99% intervals from 2.5x); plain tf.function 0.98x-
-        # 1.05x; compiling the forward pass only 1.7x-2.0x.  Threshold 2.0.
-        "cpu": 2.0,
+        # 1.05x; compiling the forward pass only 1.7x-2.0x.  Exercise 4
+        # times four steps a call (returning the loss and parameter sums),
+        # which measured less: with oneDNN off (TF_ENABLE_ONEDNN_OPTS=0,
+        # 2026-12-01, AMD EPYC Zen 4, 2 cores) 1.7x-2.2x, 95% intervals as
+        # low as 1.45x-1.90x on a quiet machine, where a floor of 2.0 left
+        # the solution "inconclusive".  Threshold 1.3: the floor only says the
+        # machine shows XLA's lead at all; the learner needs 0.3 of the
+        # grader's measured speedup (in factors), not this number.
+        "cpu": 1.3,
         # Not measured here. The step is memory-bound elementwise work, where
         # fusion also pays on GPUs (fewer kernel launches and HBM round trips):
         # conservative 1.5.
