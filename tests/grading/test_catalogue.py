@@ -4,8 +4,10 @@ Each part's text (the markdown cell before its answer) lists its specification
 under a ``**Specification**`` line, one numbered clause per line.  For every
 part the catalogue (``tests/wrong_answers``) must hold a wrong answer per clause
 that expects the part to score 0, and two right answers written differently
-that keep it; each exercise must hold a hostile case of every class.  The
-cases themselves run in ``tests/grading/test_assignments.py``.
+that keep it; each exercise must hold a hostile case of every class aimed at
+its own names and checks, and the engine's attacks must be tried on the tiny
+assignment and on one real exercise.  The cases themselves run in
+``tests/grading/test_assignments.py``.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import pytest
 from autograder.grading import notebook as nbtools
 from tests import wrong_answers
 from tests.conftest import SOLUTIONS, assignments, notebook_for
-from tests.wrong_answers import HOSTILE_CLASSES, RightAnswer, WrongAnswer
+from tests.wrong_answers import ENGINE_EXERCISE, ENGINE_HOSTILE_CLASSES, HOSTILE_CLASSES, RightAnswer, WrongAnswer
 
 CLAUSE = re.compile(r"^\s*(\d+)\.\s+(\S.*)")
 # A clause that only a GPU can break (a speed on GPU profiles) gets its wrong answer
@@ -89,9 +91,24 @@ def test_every_part_has_two_right_answers_written_differently(name):
 
 @pytest.mark.parametrize("name", assignments())
 def test_every_hostile_class_is_tried(name):
+    """Every exercise: the attacks on its own names and checks; the engine's exercise: all five."""
     tried = {c.hostile for c in catalogues().get(name, []) if isinstance(c, WrongAnswer) and c.hostile}
-    assert tried >= set(HOSTILE_CLASSES), f"{name}: no hostile case of {sorted(set(HOSTILE_CLASSES) - tried)}"
+    wanted = set(HOSTILE_CLASSES) if name == ENGINE_EXERCISE else set(HOSTILE_CLASSES) - set(ENGINE_HOSTILE_CLASSES)
+    assert tried >= wanted, f"{name}: no hostile case of {sorted(wanted - tried)}"
     assert tried <= set(HOSTILE_CLASSES), f"{name}: unknown hostile classes {sorted(tried - set(HOSTILE_CLASSES))}"
+
+
+def test_the_engine_attacks_are_tried_on_the_tiny_assignment():
+    """The engine's attacks, run once per exercise before, run on the tiny assignment
+    (``tests/grading/test_hostile.py``): silenced error displays score 0 and reading
+    the course's files finds nothing (full marks only when the read fails)."""
+    from tests.files.hostile.catalogue import CASES
+
+    expect = {c.name: c.expect for c in CASES}
+    assert ENGINE_EXERCISE in assignments()
+    assert set(expect["silenced-tracebacks"].values()) == {0}
+    for name in ("read-hidden-files", "read-course-with-any-tool"):
+        assert expect[name] == expect["correct-1"], name
 
 
 def _answers_of_parts(nb) -> dict[str, list[str]]:

@@ -15,7 +15,12 @@ the score every graded part must get, plus text its feedback must contain.
   reference; every part scores full marks.
 - ``hostile`` cases try to get marks without the work (the five classes of
   issue 12: silenced errors, rebinding locked names, patching the grader,
-  duck-typed stand-ins, reading course files).
+  duck-typed stand-ins, reading course files).  The three that aim at an
+  exercise's own names and checks are tried on every exercise; the two that aim
+  at the engine (``ENGINE_HOSTILE_CLASSES``: the kernel's error display, the
+  sandbox's files) are the same on every exercise, so they run on the tiny
+  assignment (``tests/files/hostile``) and on one real exercise
+  (``ENGINE_EXERCISE``), and elsewhere only inside cases that break a clause too.
 
 ``tests/grading/test_assignments.py`` runs every case through the grade path (the
 sandbox), and ``tests/grading/test_catalogue.py`` checks the catalogue's coverage.
@@ -47,6 +52,9 @@ class RightAnswer:
 
 
 HOSTILE_CLASSES = ("silenced-errors", "rebinds-locked-name", "patches-grader", "duck-typed", "reads-course-files")
+# Attacks on the engine rather than on an exercise: tried on the tiny assignment and on this exercise.
+ENGINE_HOSTILE_CLASSES = ("silenced-errors", "reads-course-files")
+ENGINE_EXERCISE = "06_autograph"
 
 # Prepended to an answer cell: hides every error display a notebook controls.
 # The grader must still score the parts whose tests raise as 0.

@@ -11,7 +11,7 @@ Clauses (the "Specification" lists in the parts' text):
 - test-run-strictly: 1 calls fn() inside tf.device(device) and returns its result, 2 soft placement
   off while fn runs, 3 the setting found is restored on return and on error.
 """
-from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import RightAnswer, WrongAnswer
 
 ASSIGNMENT = "01_op_logs"
 
@@ -299,8 +299,6 @@ def run_strictly(fn, device):
     return result
 '''
 
-RELEASED = "raise NotImplementedError()\n"
-
 # Appended to a correct answer: the checks of the parts that follow would see nothing wrong.
 PATCH_PLACEMENT = '''
 import autograder.checks.placement as _placement
@@ -375,23 +373,10 @@ CASES = [
         expect=FULL,
     ),
     WrongAnswer(
-        name="released_answers_with_silenced_errors",
-        replace={"answer-training-step": SILENCE_ERRORS + RELEASED, "answer-produced-by": RELEASED,
-                 "answer-score": RELEASED, "answer-run-strictly": RELEASED},
-        expect=zero(STEP, NAMES, SCORE, STRICT),
-        hostile="silenced-errors",
-    ),
-    WrongAnswer(
         name="device_rebound_to_the_host",
         replace={"answer-training-step": 'DEVICE = "/CPU:0"\n' + REFERENCE_STEP},
         expect=zero(STEP, NAMES, SCORE, STRICT),
         messages={STEP: "integrity", STRICT: "integrity"},
         hostile="rebinds-locked-name",
-    ),
-    WrongAnswer(
-        name="score_read_from_the_course_files",
-        replace={"answer-score": steal_solution(ASSIGNMENT, "answer-score")},
-        expect=zero(SCORE),
-        hostile="reads-course-files",
     ),
 ]

@@ -21,7 +21,7 @@ Clauses are the numbered "Specification" lines of each part's text:
   speedup, in factors).  Clause 2 is not graded on the cpu profile, where this
   catalogue runs, so no case here breaks it; it needs a GPU machine.
 """
-from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "03_mixed_precision"
 
@@ -514,13 +514,6 @@ def compile_for_speed(build_fn, policy, learning_rate=0.1):
     return model
 '''
 
-RELEASED = {
-    A1: "def build_classifier(policy, n_features=20, n_classes=5, width=64):\n    raise NotImplementedError()\n",
-    A2: "def train_step(model, optimizer, x, y):\n    raise NotImplementedError()\n",
-    A3: "def choose_policy(compute_capability):\n    raise NotImplementedError()\n",
-    A5: "def compile_for_speed(build_fn, policy, learning_rate=0.1):\n    raise NotImplementedError()\n",
-}
-
 CASES = [
     WrongAnswer(
         name="relu_logits_scaled_loss_none_raises",
@@ -563,12 +556,6 @@ CASES = [
         messages={P1: "matrix multiplication(s) in float16", P2: "mixed-precision gradient", P3: "one-line message",
                   P5: "is not compiled with XLA"},
         hostile="duck-typed",
-    ),
-    WrongAnswer(
-        name="silenced_errors_released",
-        replace={**RELEASED, A1: SILENCE_ERRORS + RELEASED[A1]},
-        expect=ZERO,
-        hostile="silenced-errors",
     ),
     WrongAnswer(
         name="global_policy_and_rebinds_loss_weight",

@@ -12,19 +12,12 @@ Clauses (the parts' **Specification** lists):
 - test-clip-top: 1 clip_top_numpy's results, 2 runs compiled by XLA.
 """
 
-from tests.wrong_answers import released as released_cell
-from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import RightAnswer, WrongAnswer
 
 ASSIGNMENT = "04_xla"
 
 FULL = {"test-xla-step": 4, "test-predict-one-compile": 3, "test-cannot-compile": 2, "test-clip-top": 2}
 ZERO = {k: 0 for k in FULL}
-ANSWERS = ("answer-xla-step", "answer-predict", "answer-cannot-compile", "answer-clip-top")
-
-
-def released(gid: str) -> str:
-    """The unanswered answer cell ``gid`` of this exercise's release."""
-    return released_cell(ASSIGNMENT, gid)
 
 
 # --- Part 1: the compiled training step ------------------------------------------------
@@ -284,12 +277,6 @@ CASES = [
         expect=FULL,
     ),
     WrongAnswer(
-        name="silenced_errors_unanswered",
-        replace={gid: (SILENCE_ERRORS if gid == ANSWERS[0] else "") + released(gid) for gid in ANSWERS},
-        expect=ZERO,
-        hostile="silenced-errors",
-    ),
-    WrongAnswer(
         name="rebinds_functions_and_core_not_compiled",
         replace={"answer-predict": CORE_NOT_COMPILED, "answer-cannot-compile": REBIND_FUNCTIONS},
         expect={**FULL, "test-predict-one-compile": 0, "test-cannot-compile": 0, "test-clip-top": 0},
@@ -319,11 +306,5 @@ CASES = [
         breaks={"test-xla-step": 3},
         messages={"test-xla-step": "needed"},
         keeps=("test-predict-one-compile", "test-cannot-compile", "test-clip-top"),
-    ),
-    WrongAnswer(
-        name="reads_course_files",
-        replace={"answer-predict": steal_solution(ASSIGNMENT, "answer-predict")},
-        expect={**FULL, "test-predict-one-compile": 0},
-        hostile="reads-course-files",
     ),
 ]

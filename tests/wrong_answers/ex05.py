@@ -9,7 +9,7 @@ Clauses are the numbered "Specification" lines of each part's text:
 - test-featurize-batch: 1 featurize per row, 2 no loop over rows in the graph,
   3 speed (0.4 of the hidden reference's speedup, in factors).
 """
-from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "05_tf_data"
 
@@ -222,12 +222,6 @@ def featurize_batch(xb):
     return _features(xb)
 '''
 
-RELEASED = {
-    A1: "def fast_pipeline(ids):\n    raise NotImplementedError()\n",
-    A2: "def training_dataset(ids):\n    raise NotImplementedError()\n",
-    A3: "def featurize_batch(xb):\n    raise NotImplementedError()\n",
-}
-
 CASES = [
     WrongAnswer(
         name="slow_pipelines",
@@ -258,12 +252,6 @@ CASES = [
         expect={**FULL, P1: 0},
         breaks={P1: 2},
         messages={P1: "batches in order"},
-    ),
-    WrongAnswer(
-        name="silenced_errors_released",
-        replace={**RELEASED, A1: SILENCE_ERRORS + RELEASED[A1]},
-        expect={P1: 0, P2: 0, P3: 0},
-        hostile="silenced-errors",
     ),
     WrongAnswer(
         name="steals_part1_and_batches_of_four",

@@ -18,19 +18,12 @@ Every distinct kernel is one C++ build (about 15 s), so kernels are shared
 between cases where they can be.
 """
 
-from tests.wrong_answers import released as released_cell
-from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import RightAnswer, WrongAnswer
 
 ASSIGNMENT = "07_custom_ops"
 
 FULL = {"test-kernel": 4, "test-gradient": 2, "test-gradient-numeric": 2, "test-device": 2}
 ZERO = {k: 0 for k in FULL}
-ANSWERS = ("answer-kernel", "answer-gradient")
-
-
-def released(gid: str) -> str:
-    """The unanswered answer cell ``gid`` of this exercise's release."""
-    return released_cell(ASSIGNMENT, gid)
 
 
 KERNEL_TEMPLATE = '''
@@ -298,12 +291,6 @@ CASES = [
         expect=FULL,
     ),
     WrongAnswer(
-        name="silenced_errors_unanswered",
-        replace={gid: (SILENCE_ERRORS if gid == ANSWERS[0] else "") + released(gid) for gid in ANSWERS},
-        expect=ZERO,
-        hostile="silenced-errors",
-    ),
-    WrongAnswer(
         name="rebinds_build_swish",
         replace={"answer-kernel": REBIND_BUILD_SWISH},
         expect=ZERO,
@@ -323,11 +310,5 @@ CASES = [
         expect={**ZERO, "test-gradient": 2},
         messages={"test-kernel": "must be a str", "test-device": "must be a str"},
         hostile="duck-typed",
-    ),
-    WrongAnswer(
-        name="reads_course_files",
-        replace={"answer-kernel": steal_solution(ASSIGNMENT, "answer-kernel")},
-        expect={**ZERO, "test-gradient": 2},
-        hostile="reads-course-files",
     ),
 ]

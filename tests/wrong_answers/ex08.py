@@ -2,18 +2,12 @@
 wrong answer, two right answers written differently, and the hostile classes."""
 import json
 
-from tests.wrong_answers import released as released_cell
-from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "08_deployment"
 
 FULL = {"test-export": 4, "test-rest": 2, "test-load": 2, "test-fast-predict": 2}
 ZERO = {k: 0 for k in FULL}
-
-
-def released(gid: str) -> str:
-    """The unanswered answer cell ``gid`` of this exercise's release."""
-    return released_cell(ASSIGNMENT, gid)
 
 
 # --- Part 1: export ----------------------------------------------------------------
@@ -388,14 +382,6 @@ CASES = [
         messages={"test-export": "is int32, expected int64", "test-rest": "not JSON-serialisable",
                   "test-fast-predict": "computation ran 0 times"},
         keeps=("test-load",),
-    ),
-    WrongAnswer(
-        name="hostile_silenced_errors_on_the_release",
-        replace={"answer-export": SILENCE_ERRORS + released("answer-export"),
-                 "answer-rest": released("answer-rest"), "answer-load": released("answer-load"),
-                 "answer-fast-predict": released("answer-fast-predict")},
-        expect=ZERO,
-        hostile="silenced-errors",
     ),
     WrongAnswer(
         name="hostile_rebinds_make_model",

@@ -2,21 +2,13 @@
 every part a wrong answer, two right answers written differently, and the
 hostile classes."""
 
-from tests.wrong_answers import released as released_cell
-from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import RightAnswer, WrongAnswer, steal_solution
 
 ASSIGNMENT = "09_profiling"
 
 FULL = {"test-profile-steps": 2, "test-slowest-op": 2, "test-stable-loss": 2, "test-safe-normalize": 2,
         "test-accumulation": 3}
 ZERO = {k: 0 for k in FULL}
-ANSWERS = ("answer-profile-steps", "answer-slowest-op", "answer-stable-loss", "answer-safe-normalize",
-           "answer-accumulation")
-
-
-def released(gid: str) -> str:
-    """The unanswered answer cell ``gid`` of this exercise's release."""
-    return released_cell(ASSIGNMENT, gid)
 
 
 # --- Part 1: profile_steps ---------------------------------------------------------------
@@ -438,12 +430,6 @@ CASES = [
         expect={**FULL, "test-profile-steps": 0},
         breaks={"test-profile-steps": 4},
         messages={"test-profile-steps": "the newest under logdir"},
-    ),
-    WrongAnswer(
-        name="hostile_silenced_errors_on_the_release",
-        replace={gid: (SILENCE_ERRORS if i == 0 else "") + released(gid) for i, gid in enumerate(ANSWERS)},
-        expect=ZERO,
-        hostile="silenced-errors",
     ),
     WrongAnswer(
         name="hostile_rebinds_mystery_step",
