@@ -5,6 +5,7 @@ and feedback when graded the way ``python -m autograder grade`` grades it
 (sandboxed, hidden tests sent in cell by cell, feedback redacted)."""
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import pkgutil
@@ -46,11 +47,10 @@ WORKERS = 2
 _BATCHES: dict[str, dict] = {}
 
 
-def _targets(case) -> set[str]:
-    """The parts a wrong answer must lose (and those it must keep); every part for a right answer."""
-    if isinstance(case, wrong_answers.RightAnswer):
-        return set(case.expect)
-    return {gid for gid, score in case.expect.items() if score == 0} | set(case.keeps)
+@functools.lru_cache(maxsize=None)
+def _points(assignment: str) -> dict[str, float]:
+    """Each graded part's points in the reference solution."""
+    return {p.grade_id: p.points for p in nbtools.graded_parts(nbtools.load(notebook_for(SOLUTIONS, assignment)))}
 
 
 def _grade_case(assignment: str, case, folder: Path):
@@ -69,9 +69,9 @@ def _grade_case(assignment: str, case, folder: Path):
     assert found == set(case.replace), f"no answer cells named {set(case.replace) - found} in {assignment}"
     path = folder / f"{assignment}.ipynb"
     nbformat.write(nb, path)
-    targets = _targets(case)
+    targets = set(case.graded(_points(assignment)))
     graded_source = source
-    if targets != set(case.expect):
+    if targets != set(_points(assignment)):
         trimmed = nbtools.load(source)
         for cell in trimmed.cells:
             if nbtools.is_test_cell(cell) and nbtools.nbgrader_meta(cell)["grade_id"] not in targets:
@@ -127,10 +127,9 @@ def test_released_exercise_scores_zero_without_crashing(name):
 @pytest.mark.parametrize("assignment,case", _wrong_cases())
 def test_catalogue_case_gets_expected_scores(assignment, case, request, catalogue_root):
     results = _catalogue_results(request, assignment, catalogue_root)[case.name]
-    targets = _targets(case)
+    expected = case.graded(_points(assignment))
     details = "\n".join(f"{t.name}: {t.score}: {t.output}" for t in results.tests) + f"\nnote: {results.output}"
-    assert {g: s for g, s in _scores(results).items() if g in targets} == \
-        {g: s for g, s in case.expect.items() if g in targets}, details
+    assert {g: s for g, s in _scores(results).items() if g in expected} == expected, details
     by_name = results.by_name()
     for gid, text in case.messages.items():
         assert text in by_name[gid].output, f"{gid} feedback lacks {text!r}: {by_name[gid].output}"

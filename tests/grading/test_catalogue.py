@@ -20,7 +20,7 @@ import pytest
 from autograder.grading import notebook as nbtools
 from tests import wrong_answers
 from tests.conftest import SOLUTIONS, assignments, notebook_for
-from tests.wrong_answers import ENGINE_EXERCISE, ENGINE_HOSTILE_CLASSES, HOSTILE_CLASSES, RightAnswer, WrongAnswer
+from tests.wrong_answers import ENGINE_EXERCISE, ENGINE_HOSTILE_CLASSES, HOSTILE_CLASSES
 
 CLAUSE = re.compile(r"^\s*(\d+)\.\s+(\S.*)")
 # A clause that only a GPU can break (a speed on GPU profiles) gets its wrong answer
@@ -66,12 +66,11 @@ def test_every_part_states_its_specification(name):
 @pytest.mark.parametrize("name", assignments())
 def test_every_clause_has_a_wrong_answer_that_loses_the_part(name):
     cases = catalogues().get(name, [])
-    broken = {(gid, n) for c in cases if isinstance(c, WrongAnswer) for gid, n in c.breaks.items()
-              if c.expect.get(gid) == 0}
+    broken = {(gid, n) for c in cases for gid, n in c.breaks.items() if gid in c.loses}
     wanted = {(gid, n) for gid, clauses in specifications(name, cpu_gradable=True).items() for n in clauses}
     assert not wanted - broken, f"{name}: clauses with no wrong answer that scores the part 0: {sorted(wanted - broken)}"
     for case in cases:
-        if isinstance(case, WrongAnswer):
+        if not case.right:
             for gid in case.breaks:
                 assert case.messages.get(gid), f"{name} {case.name}: say which feedback {gid} must show"
 
@@ -81,9 +80,7 @@ def test_every_part_has_two_right_answers_written_differently(name):
     nb = nbtools.load(notebook_for(SOLUTIONS, name))
     parts = {p.grade_id: p.points for p in nbtools.graded_parts(nb)}
     answers_of = _answers_of_parts(nb)
-    rights = [c for c in catalogues().get(name, []) if isinstance(c, RightAnswer)]
-    for case in rights:
-        assert case.expect == parts, f"{name} {case.name}: a right answer must expect full marks on every part"
+    rights = [c for c in catalogues().get(name, []) if c.right]
     for gid in parts:
         count = sum(1 for c in rights if set(c.replace) & set(answers_of[gid]))
         assert count >= 2, f"{name} {gid}: {count} right answers rewrite its answer cells; at least 2 are needed"
@@ -92,7 +89,7 @@ def test_every_part_has_two_right_answers_written_differently(name):
 @pytest.mark.parametrize("name", assignments())
 def test_every_hostile_class_is_tried(name):
     """Every exercise: the attacks on its own names and checks; the engine's exercise: all five."""
-    tried = {c.hostile for c in catalogues().get(name, []) if isinstance(c, WrongAnswer) and c.hostile}
+    tried = {c.hostile for c in catalogues().get(name, []) if c.hostile}
     wanted = set(HOSTILE_CLASSES) if name == ENGINE_EXERCISE else set(HOSTILE_CLASSES) - set(ENGINE_HOSTILE_CLASSES)
     assert tried >= wanted, f"{name}: no hostile case of {sorted(wanted - tried)}"
     assert tried <= set(HOSTILE_CLASSES), f"{name}: unknown hostile classes {sorted(tried - set(HOSTILE_CLASSES))}"
@@ -137,7 +134,7 @@ def test_readme_states_the_catalogue_as_it_is():
         clauses += sum(len(v) for v in specs.values())
     for cases in catalogues().values():
         for case in cases:
-            if isinstance(case, RightAnswer):
+            if case.right:
                 right += 1
             else:
                 breaks += len(case.breaks)
@@ -150,11 +147,13 @@ def test_readme_states_the_catalogue_as_it_is():
 
 
 @pytest.mark.parametrize("name", assignments())
-def test_kept_parts_expect_full_marks(name):
-    """A wrong answer's ``keeps`` (parts that a failure elsewhere must not cost points)
-    are parts of the exercise that it expects to keep whole."""
+def test_every_case_names_parts_of_its_exercise(name):
+    """The parts a case loses, keeps, breaks and reads feedback from are parts of the
+    exercise; what it must score on them is derived from their points."""
     parts = {p.grade_id: p.points for p in nbtools.graded_parts(nbtools.load(notebook_for(SOLUTIONS, name)))}
     for case in catalogues().get(name, []):
-        for gid in getattr(case, "keeps", ()):
-            assert gid in parts, f"{name} {case.name}: keeps {gid!r}, which is not a part"
-            assert case.expect.get(gid) == parts[gid], f"{name} {case.name}: a kept part must expect full marks"
+        named = set(case.loses) | set(case.keeps) | set(case.breaks) | set(case.messages)
+        assert named <= set(parts), f"{name} {case.name}: names {sorted(named - set(parts))}, which are not parts"
+        graded = case.graded(parts)
+        assert all(graded[gid] == parts[gid] for gid in case.keeps), case.name
+        assert graded == (parts if case.right else {**{g: 0 for g in case.loses}, **{g: parts[g] for g in case.keeps}})

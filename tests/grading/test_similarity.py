@@ -17,7 +17,7 @@ from autograder.grading import report_page, similarity
 from autograder.grading.class_report import build_report
 from autograder.grading.results import Results, TestResult
 from tests.conftest import EXERCISES, ROOT
-from tests.wrong_answers import RightAnswer, ex06
+from tests.wrong_answers import ex06
 
 ASSIGNMENT = ex06.ASSIGNMENT
 SOURCE = ROOT / "solutions"
@@ -31,7 +31,7 @@ def _reference() -> dict[str, str]:
 
 
 def _right(name: str) -> dict[str, str]:
-    return next(c for c in ex06.CASES if isinstance(c, RightAnswer) and c.name == name).replace
+    return next(c for c in ex06.CASES if c.right and c.name == name).replace
 
 
 def _disguised(cells: dict[str, str]) -> dict[str, str]:

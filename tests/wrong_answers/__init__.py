@@ -1,18 +1,18 @@
 """The mutation catalogue, one module per assignment (``exNN.py``).
 
 Each module defines ``ASSIGNMENT`` (the folder name under ``solutions/``) and
-``CASES``, a list of :class:`WrongAnswer` and :class:`RightAnswer`.  A case
-replaces answer cells of the reference solution (by ``grade_id``) and states
-the score every graded part must get, plus text its feedback must contain.
+``CASES``, a list of :class:`Case`.  A case replaces answer cells of the reference
+solution (by ``grade_id``) and says which parts it must lose; every expected score
+is derived from that and the part's points in the solution, never typed.
 
-- A :class:`WrongAnswer` names, in ``breaks``, the specification clause it
-  violates for each part it targets (``{test grade_id: clause number}``, the
-  numbers of the part's "Specification" list in its text); that part must
-  score 0.  Mutations of independent parts may share one case to save a run.
-  Parts named in ``keeps`` are graded as well and must get their ``expect``
-  (full marks): a failure elsewhere must not cost them points.
-- A :class:`RightAnswer` is a correct answer written differently from the
-  reference; every part scores full marks.
+- A *wrong answer* names the parts it must lose (``loses``: each scores 0) and, in
+  ``breaks``, the specification clause it violates for each of them (``{test
+  grade_id: clause number}``, the numbers of the part's "Specification" list in its
+  text).  Mutations of independent parts may share one case to save a run.  Parts
+  named in ``keeps`` are graded as well and must keep full marks: a failure
+  elsewhere must not cost them points.  Only the lost and kept parts are graded.
+- A *right answer* (``loses`` empty, not hostile) is a correct answer written
+  differently from the reference; every part is graded and must score full marks.
 - ``hostile`` cases try to get marks without the work (the five classes of
   issue 12: silenced errors, rebinding locked names, patching the grader,
   duck-typed stand-ins, reading course files).  The three that aim at an
@@ -32,23 +32,41 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
-class WrongAnswer:
+class Case:
+    """One submission: the reference solution with the answer cells ``replace`` names rewritten."""
+
     name: str
     replace: dict[str, str]          # answer cell grade_id -> new source
-    expect: dict[str, float]         # test grade_id -> expected score (every part)
+    loses: tuple[str, ...] = ()      # test grade_ids that must score 0; none: a right answer
     messages: dict[str, str] = field(default_factory=dict)  # test grade_id -> substring of feedback
     breaks: dict[str, int] = field(default_factory=dict)    # test grade_id -> spec clause number broken
     hostile: str = ""                # which attack class, for hostile cases (see HOSTILE_CLASSES)
     # parts it must NOT lose, graded too (part independence: a failing earlier part leaves them whole)
     keeps: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        if not set(self.breaks) <= set(self.loses):
+            raise ValueError(f"{self.name}: a broken clause must lose its part: {sorted(set(self.breaks) - set(self.loses))}")
+        if set(self.keeps) & set(self.loses):
+            raise ValueError(f"{self.name}: keeps and loses {sorted(set(self.keeps) & set(self.loses))}")
+        if self.right and self.keeps:
+            raise ValueError(f"{self.name}: a right answer keeps every part; 'keeps' is for wrong answers")
 
-@dataclass(frozen=True)
-class RightAnswer:
-    name: str
-    replace: dict[str, str]          # answer cell grade_id -> a correct source written differently
-    expect: dict[str, float]         # normally the full marks of every part
-    messages: dict[str, str] = field(default_factory=dict)
+    @property
+    def right(self) -> bool:
+        """A right answer: it loses nothing and attacks nothing."""
+        return not self.loses and not self.hostile
+
+    def graded(self, points: dict[str, float]) -> dict[str, float]:
+        """The parts this case is graded on, with the score each must get, from the
+        solution's ``points`` per part: every part at full marks for a right answer;
+        for a wrong one, 0 for each part it loses and full marks for each it keeps."""
+        if self.right:
+            return dict(points)
+        unknown = (set(self.loses) | set(self.keeps)) - set(points)
+        if unknown:
+            raise ValueError(f"{self.name}: no parts named {sorted(unknown)}")
+        return {**{gid: 0 for gid in self.loses}, **{gid: points[gid] for gid in self.keeps}}
 
 
 HOSTILE_CLASSES = ("silenced-errors", "rebinds-locked-name", "patches-grader", "duck-typed", "reads-course-files")

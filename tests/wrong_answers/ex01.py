@@ -11,17 +11,12 @@ Clauses (the "Specification" lists in the parts' text):
 - test-run-strictly: 1 calls fn() inside tf.device(device) and returns its result, 2 soft placement
   off while fn runs, 3 the setting found is restored on return and on error.
 """
-from tests.wrong_answers import RightAnswer, WrongAnswer
+from tests.wrong_answers import Case
 
 ASSIGNMENT = "01_op_logs"
 
 STEP, NAMES, SCORE, STRICT = ("test-training-step-placement", "test-produced-by", "test-score-names",
                               "test-run-strictly")
-FULL = {STEP: 4, NAMES: 2, SCORE: 2, STRICT: 2}
-
-
-def zero(*parts):
-    return {**FULL, **{part: 0 for part in parts}}
 
 
 # ---------------------------------------------------------------- part 1: make_training_step
@@ -309,73 +304,71 @@ _placement._parse_line = lambda line: None
 REFERENCE_STEP = training_step()
 
 CASES = [
-    WrongAnswer(
+    Case(
         name="wrong_width_unanswered_op_duck_typed_score_never_strict",
         replace={"answer-training-step": HIDDEN_32, "answer-produced-by": UNANSWERED_LETTER,
                  "answer-score": DUCK_SCORE, "answer-run-strictly": NEVER_STRICT},
-        expect=zero(STEP, NAMES, SCORE, STRICT),
+        loses=(STEP, NAMES, SCORE, STRICT),
         breaks={STEP: 1, NAMES: 1, SCORE: 1, STRICT: 2},
         messages={STEP: "n_features -> 16 (relu) -> n_outputs", NAMES: "None",
                   SCORE: "must be a tf.function", STRICT: "soft placement on"},
         hostile="duck-typed",
     ),
-    WrongAnswer(
+    Case(
         name="sgd_wrong_letter_wrong_values_restores_on",
         replace={"answer-training-step": SGD, "answer-produced-by": WRONG_LETTER,
                  "answer-score": WRONG_VALUES, "answer-run-strictly": RESTORES_ON},
-        expect=zero(STEP, NAMES, SCORE, STRICT),
+        loses=(STEP, NAMES, SCORE, STRICT),
         breaks={STEP: 2, NAMES: 2, SCORE: 2, STRICT: 3},
         messages={STEP: "Adam", NAMES: "does not log ReadVariableOp", SCORE: "wrong values",
                   STRICT: "restore the setting it found"},
     ),
-    WrongAnswer(
+    Case(
         name="returns_mae_unnamed_matmul_fn_outside_device",
         replace={"answer-training-step": MAE_RETURNED, "answer-score": UNNAMED_MATMUL,
                  "answer-run-strictly": OUTSIDE_SCOPE},
-        expect=zero(STEP, SCORE, STRICT),
+        loses=(STEP, SCORE, STRICT),
         breaks={STEP: 3, SCORE: 3, STRICT: 1},
         messages={STEP: "mean squared error", SCORE: "scorer/linear", STRICT: "create it inside tf.device"},
     ),
-    WrongAnswer(
+    Case(
         name="returned_optimizer_unused_unnamed_shift_patched_placement_checks",
         replace={"answer-training-step": OTHER_OPTIMIZER, "answer-score": UNNAMED_SHIFT,
                  "answer-run-strictly": RESULT_AFTER_FINALLY + PATCH_PLACEMENT},
-        expect=zero(STEP, SCORE, STRICT),
+        loses=(STEP, SCORE, STRICT),
         breaks={STEP: 4, SCORE: 4},
         messages={STEP: "optimizer.iterations", SCORE: "scorer/shifted", STRICT: "integrity"},
         hostile="patches-grader",
     ),
-    WrongAnswer(
+    Case(
         name="adam_subclass_that_steps_like_sgd",
         replace={"answer-training-step": ADAM_IN_NAME_ONLY},
-        expect=zero(STEP),
+        loses=(STEP,),
         breaks={STEP: 2},
         messages={STEP: "is not one Adam update"},
         hostile="duck-typed",
     ),
-    WrongAnswer(
+    Case(
         name="optimizer_moments_on_default_device_unnamed_sigmoid",
         replace={"answer-training-step": UNBUILT_OUTSIDE, "answer-score": UNNAMED_SIGMOID},
-        expect=zero(STEP, SCORE),
+        loses=(STEP, SCORE),
         breaks={STEP: 5, SCORE: 5},
         messages={STEP: "CPU:0", SCORE: "scorer/probability"},
     ),
-    RightAnswer(
+    Case(
         name="functional_eager_step_other_letter_assigned_function_context_manager",
         replace={"answer-training-step": FUNCTIONAL_EAGER, "answer-produced-by": OTHER_LETTER,
                  "answer-score": ASSIGNED_BIAS_ADD, "answer-run-strictly": CONTEXT_MANAGER},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="wrapped_function_checked_letters_raw_ops_result_after_finally",
         replace={"answer-training-step": WRAPPED_FUNCTION, "answer-produced-by": CHECKED_LETTERS,
                  "answer-score": RAW_OPS, "answer-run-strictly": RESULT_AFTER_FINALLY},
-        expect=FULL,
     ),
-    WrongAnswer(
+    Case(
         name="device_rebound_to_the_host",
         replace={"answer-training-step": 'DEVICE = "/CPU:0"\n' + REFERENCE_STEP},
-        expect=zero(STEP, NAMES, SCORE, STRICT),
+        loses=(STEP, NAMES, SCORE, STRICT),
         messages={STEP: "integrity", STRICT: "integrity"},
         hostile="rebinds-locked-name",
     ),

@@ -11,16 +11,11 @@ Clauses (the "Specification" lists in the parts' text):
   per GPU with a limit, 3 returns the GPUs, 4 bad limits raise ValueError before any change,
   5 runs no op and lets TensorFlow's errors through.
 """
-from tests.wrong_answers import RightAnswer, WrongAnswer
+from tests.wrong_answers import Case
 
 ASSIGNMENT = "02_gpu_placement"
 
 STEP, TIMING, MEMORY = "test-train-step", "test-time-per-call", "test-configure-memory"
-FULL = {STEP: 4, TIMING: 3, MEMORY: 3}
-
-
-def zero(*parts):
-    return {**FULL, **{part: 0 for part in parts}}
 
 
 # ---------------------------------------------------------------- part 1: make_train_step
@@ -407,79 +402,77 @@ _timing.clock_is_genuine = lambda: True
 
 
 CASES = [
-    WrongAnswer(
+    Case(
         name="softmax_output_no_warmup_growth_on_first_gpu_only",
         replace={"answer-train-step": SOFTMAX_OUTPUT, "answer-time-per-call": NO_WARMUP,
                  "answer-configure-memory": GROWTH_FIRST_ONLY},
-        expect=zero(STEP, TIMING, MEMORY),
+        loses=("test-train-step", "test-time-per-call", "test-configure-memory"),
         breaks={STEP: 1, TIMING: 1, MEMORY: 1},
         messages={STEP: "logits", TIMING: "time_per_call called fn", MEMORY: "every one of them"},
     ),
-    WrongAnswer(
+    Case(
         name="duck_typed_optimizer_one_clock_limit_in_bytes",
         replace={"answer-train-step": DUCK_OPTIMIZER, "answer-time-per-call": ONE_CLOCK,
                  "answer-configure-memory": LIMIT_IN_BYTES},
-        expect=zero(STEP, TIMING, MEMORY),
+        loses=("test-train-step", "test-time-per-call", "test-configure-memory"),
         breaks={STEP: 2, TIMING: 2, MEMORY: 2},
         messages={STEP: "SGD", TIMING: "median", MEMORY: "memory_limit="},
         hostile="duck-typed",
     ),
-    WrongAnswer(
+    Case(
         name="probabilities_loss_first_tensor_only_returns_names",
         replace={"answer-train-step": PROBABILITIES_LOSS, "answer-time-per-call": FIRST_TENSOR_ONLY,
                  "answer-configure-memory": RETURNS_NAMES},
-        expect=zero(STEP, TIMING, MEMORY),
+        loses=("test-train-step", "test-time-per-call", "test-configure-memory"),
         breaks={STEP: 3, TIMING: 3, MEMORY: 3},
         messages={STEP: "cross-entropy", TIMING: "every tensor", MEMORY: "return the"},
     ),
-    WrongAnswer(
+    Case(
         name="returned_optimizer_unused_mean_fractional_limit",
         replace={"answer-train-step": OTHER_OPTIMIZER, "answer-time-per-call": MEAN,
                  "answer-configure-memory": ACCEPTS_FRACTIONS},
-        expect=zero(STEP, TIMING, MEMORY),
+        loses=("test-train-step", "test-time-per-call", "test-configure-memory"),
         breaks={STEP: 4, TIMING: 4, MEMORY: 4},
         messages={STEP: "optimizer.iterations", TIMING: "not the mean", MEMORY: "ValueError"},
     ),
-    WrongAnswer(
+    Case(
         name="optimizer_on_host_swallows_runtime_error",
         replace={"answer-train-step": OPTIMIZER_ON_HOST, "answer-configure-memory": SWALLOWS_RUNTIME_ERROR},
-        expect=zero(STEP, MEMORY),
+        loses=("test-train-step", "test-configure-memory"),
         breaks={STEP: 5, MEMORY: 5},
         messages={STEP: "CPU:0", MEMORY: "RuntimeError must reach the caller"},
     ),
-    WrongAnswer(
+    Case(
         name="device_scope_inside_tf_function_patched_grader",
         replace={"answer-train-step": SCOPE_INSIDE_FUNCTION,
                  "answer-configure-memory": REFERENCE_MEMORY + PATCH_GRADER},
-        expect=zero(STEP, MEMORY),
+        loses=("test-train-step", "test-configure-memory"),
         breaks={STEP: 5},
         messages={STEP: "CPU:0", MEMORY: "integrity"},
         hostile="patches-grader",
     ),
-    WrongAnswer(
+    Case(
         name="hand_written_update_timer_ignores_its_arguments",
         replace={"answer-train-step": MANUAL_UPDATE, "answer-time-per-call": IGNORES_ARGUMENTS},
-        expect=zero(STEP, TIMING),
+        loses=("test-train-step", "test-time-per-call"),
         breaks={STEP: 4, TIMING: 1},
         messages={STEP: "momentum 0.9", TIMING: "time_per_call called fn"},
         keeps=(MEMORY,),
     ),
-    RightAnswer(
+    Case(
         name="functional_eager_step_numpy_sync_operator_index",
         replace={"answer-train-step": FUNCTIONAL_EAGER, "answer-time-per-call": NUMPY_SYNC,
                  "answer-configure-memory": OPERATOR_INDEX},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="wrapped_function_nanoseconds_separate_loops",
         replace={"answer-train-step": DECORATED_IN_SCOPE, "answer-time-per-call": NANOSECONDS,
                  "answer-configure-memory": SEPARATE_LOOPS},
-        expect=FULL,
     ),
-    WrongAnswer(
+    Case(
         name="device_rebound_to_the_host",
         replace={"answer-train-step": 'DEVICE = "/CPU:0"\n' + OPTIMIZER_ON_HOST},
-        expect=zero(STEP, TIMING, MEMORY),
+        loses=("test-train-step", "test-time-per-call", "test-configure-memory"),
         messages={STEP: "integrity", MEMORY: "integrity"},
         hostile="rebinds-locked-name",
     ),

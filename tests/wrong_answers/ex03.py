@@ -21,14 +21,12 @@ Clauses are the numbered "Specification" lines of each part's text:
   speedup, in factors).  Clause 2 is not graded on the cpu profile, where this
   catalogue runs, so no case here breaks it; it needs a GPU machine.
 """
-from tests.wrong_answers import RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import Case, steal_solution
 
 ASSIGNMENT = "03_mixed_precision"
 
 P1, P2, P3, P4 = "test-build-classifier", "test-train-step", "test-choose-policy", "test-speedup"
 P5 = "test-fast-fit"
-FULL = {P1: 2, P2: 3, P3: 2, P5: 3, P4: 3}
-ZERO = {P1: 0, P2: 0, P3: 0, P5: 0, P4: 0}
 A1, A2, A3, A5 = "answer-build-classifier", "answer-train-step", "answer-choose-policy", "answer-fast-fit"
 
 REFERENCE_BUILD = '''
@@ -515,98 +513,96 @@ def compile_for_speed(build_fn, policy, learning_rate=0.1):
 '''
 
 CASES = [
-    WrongAnswer(
+    Case(
         name="relu_logits_scaled_loss_none_raises",
         replace={A1: RELU_ON_LOGITS, A2: RETURNS_SCALED_LOSS, A3: NONE_RAISES, A5: ADAM},
-        expect=ZERO,
+        loses=("test-build-classifier", "test-train-step", "test-choose-policy", P5, "test-speedup"),
         breaks={P1: 1, P2: 1, P3: 1, P5: 1, P4: 1},
         messages={P1: "computes something else than Dense", P2: "return the loss itself",
                   P5: "train with SGD(learning_rate) on sparse categorical cross-entropy from logits",
                   P3: "choose_policy(None)", P4: "gives a different result from the reference"},
     ),
-    WrongAnswer(
+    Case(
         name="bf16_as_float32_no_scaling_pascal_mixed",
         replace={A1: BF16_AS_FLOAT32, A2: NO_SCALE_LOSS, A3: SIX_IS_MIXED, A5: FLOAT32_COMPUTE},
-        expect={**ZERO, P4: 3},
+        loses=("test-build-classifier", "test-train-step", "test-choose-policy", P5),
         breaks={P1: 2, P2: 2, P3: 2, P5: 2},
         messages={P1: "mixed_bfloat16", P2: "mixed-precision gradient", P3: "choose_policy((6, 1))",
                   P5: "ran 0 matrix multiplication(s) in float16"},
     ),
-    WrongAnswer(
+    Case(
         name="logits_16_bits_inner_optimizer_turing_bf16",
         replace={A1: LOGITS_IN_16_BITS, A2: INNER_OPTIMIZER, A3: TURING_BFLOAT16, A5: NO_FLOAT32_OUTPUT},
-        expect={**ZERO, P4: 3},
+        loses=("test-build-classifier", "test-train-step", "test-choose-policy", P5),
         breaks={P1: 3, P2: 3, P3: 3, P5: 3},
         messages={P1: "expected float32", P2: "inf/NaN changed", P3: "choose_policy((7, 5))",
                   P5: "model's output has dtype float16; expected float32"},
     ),
-    WrongAnswer(
+    Case(
         name="float16_logit_variables_kernels_only_hopper_float32",
         replace={A1: LOGITS_VARIABLES_FLOAT16, A2: KERNELS_ONLY, A3: TABLE_MISSES_NEWER, A5: WRAPPER_AFTER_RESTORE},
-        expect={**ZERO, P4: 3},
+        loses=("test-build-classifier", "test-train-step", "test-choose-policy", P5),
         breaks={P1: 4, P2: 4, P3: 4, P5: 4},
         messages={P1: "has dtype float16; expected float32", P2: "mixed-precision gradient",
                   P3: "choose_policy((9, 0))", P5: "not a LossScaleOptimizer"},
     ),
-    WrongAnswer(
+    Case(
         name="duck_typed_model_and_multiline_error",
         replace={A1: FLOAT32_INSIDE, A2: UNSCALES_TWICE, A3: MULTILINE_MESSAGE, A5: LATE_JIT_ATTRIBUTE},
-        expect={**FULL, P1: 0, P2: 0, P3: 0, P5: 0},
+        loses=("test-build-classifier", "test-train-step", "test-choose-policy", P5),
         breaks={P1: 2, P2: 3, P3: 5, P5: 5},
         messages={P1: "matrix multiplication(s) in float16", P2: "mixed-precision gradient", P3: "one-line message",
                   P5: "is not compiled with XLA"},
         hostile="duck-typed",
     ),
-    WrongAnswer(
+    Case(
         name="global_policy_and_rebinds_loss_weight",
         replace={A1: SETS_GLOBAL_POLICY, A2: REBINDS_LOSS_WEIGHT},
-        expect=ZERO,
+        loses=("test-build-classifier", "test-train-step", "test-choose-policy", P5, "test-speedup"),
         breaks={P1: 5},
         messages={P1: "changed the global dtype policy", P2: "integrity", P3: "integrity", P4: "integrity"},
         hostile="rebinds-locked-name",
     ),
-    WrongAnswer(
+    Case(
         name="patches_gradient_check",
         replace={A2: PATCHES_GRADIENT_CHECK},
-        expect={**FULL, P2: 0, P3: 0, P5: 0, P4: 0},
+        loses=("test-train-step", "test-choose-policy", P5, "test-speedup"),
         messages={P2: "integrity"},
         hostile="patches-grader",
     ),
-    WrongAnswer(
+    Case(
         name="steals_build_classifier_loose_validation",
         replace={A1: steal_solution(ASSIGNMENT, A1), A3: LOOSE_VALIDATION, A5: LEAKS_GLOBAL_POLICY},
         # Part 2 grades train_step on the grader's own models (parts are judged independently), so
         # the reference train_step keeps its marks without build_classifier.
-        expect={**ZERO, P2: 3},
+        loses=("test-build-classifier", "test-choose-policy", P5, "test-speedup"),
         breaks={P3: 5, P5: 6},
         messages={P3: "must raise ValueError", P5: "changed the global dtype policy from 'float32' to 'mixed_float16'"},
         hostile="reads-course-files",
     ),
-    WrongAnswer(
+    Case(
         name="restores_float32_no_training_flag_jit_auto",
         replace={A1: RESTORES_FLOAT32, A2: NO_TRAINING_FLAG, A5: JIT_AUTO},
-        expect={**FULL, P1: 0, P2: 0, P5: 0},
+        loses=("test-build-classifier", "test-train-step", P5),
         breaks={P1: 5, P2: 1, P5: 5},
         messages={P1: "changed the global dtype policy from 'mixed_bfloat16' to 'float32'",
                   P2: "mixed-precision gradient for variable", P5: "is not compiled with XLA"},
     ),
-    WrongAnswer(
+    Case(
         name="softmax_head_restores_float32_in_fit",
         replace={A1: SOFTMAX_HEAD, A5: RESTORES_FLOAT32_FAST},
-        expect={**FULL, P1: 0, P5: 0, P4: 0},
+        loses=("test-build-classifier", P5, "test-speedup"),
         breaks={P4: 1, P5: 6},
         messages={P4: "gives a different result from the reference",
                   P5: "changed the global dtype policy from 'mixed_bfloat16' to 'float32'"},
     ),
-    RightAnswer(
+    Case(
         name="right_functional_decorated_match",
         replace={A1: FUNCTIONAL_FLOAT32_LOGITS, A2: DECORATED_SELF_CHECKED, A3: MATCH_CASE,
                  A5: EXPLICIT_SCALING_LATE_ATTRIBUTE},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="right_scoped_policy_wrapped_rules",
         replace={A1: SCOPED_GLOBAL_POLICY, A2: WRAPPED_STEP, A3: THRESHOLD_LIST, A5: COMPILED_UNDER_POLICY},
-        expect=FULL,
     ),
 ]

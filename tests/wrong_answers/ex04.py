@@ -12,12 +12,9 @@ Clauses (the parts' **Specification** lists):
 - test-clip-top: 1 clip_top_numpy's results, 2 runs compiled by XLA.
 """
 
-from tests.wrong_answers import RightAnswer, WrongAnswer
+from tests.wrong_answers import Case
 
 ASSIGNMENT = "04_xla"
-
-FULL = {"test-xla-step": 4, "test-predict-one-compile": 3, "test-cannot-compile": 2, "test-clip-top": 2}
-ZERO = {k: 0 for k in FULL}
 
 
 # --- Part 1: the compiled training step ------------------------------------------------
@@ -237,72 +234,70 @@ CANNOT_COMPILE = {"numpy_median", "as_text"}
 '''
 
 CASES = [
-    WrongAnswer(
+    Case(
         name="not_compiled_signature_none_misses_one_off_by_one",
         replace={"answer-xla-step": STEP_NOT_COMPILED, "answer-predict": SIGNATURE_WITH_NONE,
                  "answer-cannot-compile": CANNOT_MISSES_ONE, "answer-clip-top": CLIP_OFF_BY_ONE},
-        expect=ZERO,
+        loses=("test-xla-step", "test-predict-one-compile", "test-cannot-compile", "test-clip-top"),
         breaks={"test-xla-step": 2, "test-predict-one-compile": 4, "test-cannot-compile": 2, "test-clip-top": 1},
         messages={"test-xla-step": "jit_compile=True", "test-predict-one-compile": "input_signature",
                   "test-cannot-compile": "misses 1", "test-clip-top": "differs from clip_top_numpy"},
     ),
-    WrongAnswer(
+    Case(
         name="old_params_predict_without_core_lists_dynamic_clip_not_compiled",
         replace={"answer-xla-step": STEP_RETURNS_OLD_PARAMS, "answer-predict": PREDICT_WITHOUT_CORE,
                  "answer-cannot-compile": CANNOT_LISTS_DYNAMIC, "answer-clip-top": CLIP_NOT_COMPILED},
-        expect=ZERO,
+        loses=("test-xla-step", "test-predict-one-compile", "test-cannot-compile", "test-clip-top"),
         breaks={"test-xla-step": 1, "test-predict-one-compile": 3, "test-cannot-compile": 3, "test-clip-top": 2},
         messages={"test-xla-step": "differs from train_step", "test-predict-one-compile": "through core",
                   "test-cannot-compile": "XLA does compile", "test-clip-top": "not compiled with XLA"},
     ),
-    WrongAnswer(
+    Case(
         name="compiled_every_call_unsliced_not_a_set_numpy_under_jit",
         replace={"answer-xla-step": STEP_COMPILED_EVERY_CALL, "answer-predict": PREDICT_NOT_SLICED,
                  "answer-cannot-compile": CANNOT_NOT_A_SET, "answer-clip-top": CLIP_NUMPY_UNDER_JIT},
-        expect=ZERO,
+        loses=("test-xla-step", "test-predict-one-compile", "test-cannot-compile", "test-clip-top"),
         breaks={"test-xla-step": 3, "test-predict-one-compile": 1, "test-cannot-compile": 1, "test-clip-top": 2},
         messages={"test-xla-step": "needed", "test-predict-one-compile": "is not score_rows(x)",
                   "test-cannot-compile": "must be a set", "test-clip-top": "cannot compile"},
     ),
-    RightAnswer(
+    Case(
         name="wrapped_signature_none_list_sort",
         replace={"answer-xla-step": STEP_WRAPPER, "answer-predict": PREDICT_CONCAT_SIGNATURE_NONE,
                  "answer-cannot-compile": CANNOT_AS_LIST, "answer-clip-top": CLIP_WRAPPER_SORT},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="decorated_numpy_padding_computed_gather",
         replace={"answer-xla-step": STEP_DECORATED, "answer-predict": PREDICT_NUMPY_PADDING,
                  "answer-cannot-compile": CANNOT_COMPUTED, "answer-clip-top": CLIP_GATHER},
-        expect=FULL,
     ),
-    WrongAnswer(
+    Case(
         name="rebinds_functions_and_core_not_compiled",
         replace={"answer-predict": CORE_NOT_COMPILED, "answer-cannot-compile": REBIND_FUNCTIONS},
-        expect={**FULL, "test-predict-one-compile": 0, "test-cannot-compile": 0, "test-clip-top": 0},
+        loses=("test-predict-one-compile", "test-cannot-compile", "test-clip-top"),
         breaks={"test-predict-one-compile": 2},
         messages={"test-predict-one-compile": "not compiled with XLA", "test-cannot-compile": "integrity",
                   "test-clip-top": "integrity"},
         hostile="rebinds-locked-name",
     ),
-    WrongAnswer(
+    Case(
         name="patches_must_compile",
         replace={"answer-clip-top": PATCH_MUST_COMPILE},
-        expect={**FULL, "test-clip-top": 0},
+        loses=("test-clip-top",),
         messages={"test-clip-top": "integrity"},
         hostile="patches-grader",
     ),
-    WrongAnswer(
+    Case(
         name="duck_typed_compiled_step_and_clip_top",
         replace={"answer-xla-step": STEP_DUCK, "answer-clip-top": CLIP_DUCK},
-        expect={**FULL, "test-xla-step": 0, "test-clip-top": 0},
+        loses=("test-xla-step", "test-clip-top"),
         messages={"test-xla-step": "ran no tf.function", "test-clip-top": "ran no tf.function"},
         hostile="duck-typed",
     ),
-    WrongAnswer(  # part independence: a part 1 that fails its timing (calls staged in the kernel) costs no other part
+    Case(  # part independence: a part 1 that fails its timing (calls staged in the kernel) costs no other part
         name="compiled_every_call_keeps_the_other_parts",
         replace={"answer-xla-step": STEP_COMPILED_EVERY_CALL},
-        expect={**FULL, "test-xla-step": 0},
+        loses=("test-xla-step",),
         breaks={"test-xla-step": 3},
         messages={"test-xla-step": "needed"},
         keeps=("test-predict-one-compile", "test-cannot-compile", "test-clip-top"),

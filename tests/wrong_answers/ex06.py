@@ -14,12 +14,10 @@ Clauses (the parts' **Specification** lists):
 """
 
 from tests.wrong_answers import released as released_cell
-from tests.wrong_answers import SILENCE_ERRORS, RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import SILENCE_ERRORS, Case, steal_solution
 
 ASSIGNMENT = "06_autograph"
 
-FULL = {"test-rnn-graph": 3, "test-rnn-gradients": 2, "test-collatz": 2, "test-standardize": 2}
-ZERO = {k: 0 for k in FULL}
 ANSWERS = ("answer-rnn-graph", "answer-collatz", "answer-standardize")
 
 
@@ -287,88 +285,85 @@ _tracing.graph_op_types = lambda *a, **k: _real_types(*a, **k) | {"While"}
 '''
 
 CASES = [
-    WrongAnswer(
+    Case(
         name="no_bias_int64_variance",
         replace={"answer-rnn-graph": RNN_NO_BIAS, "answer-collatz": COLLATZ_INT64,
                  "answer-standardize": STANDARDIZE_VARIANCE},
-        expect=ZERO,
+        loses=("test-rnn-graph", "test-rnn-gradients", "test-collatz", "test-standardize"),
         breaks={"test-rnn-graph": 1, "test-rnn-gradients": 1, "test-collatz": 1, "test-standardize": 1},
         messages={"test-rnn-graph": "differ from reference_rnn", "test-rnn-gradients": "rnn_graph gradients",
                   "test-collatz": "1-D int32 tensor", "test-standardize": "different values"},
     ),
-    WrongAnswer(
+    Case(
         name="loop_beside_py_function_and_fixed_batch",
         replace={"answer-rnn-graph": RNN_LOOP_BESIDE_PY_FUNCTION, "answer-collatz": COLLATZ_PY_FUNCTION,
                  "answer-standardize": STANDARDIZE_FIXED_BATCH},
-        expect=ZERO,
+        loses=("test-rnn-graph", "test-rnn-gradients", "test-collatz", "test-standardize"),
         breaks={"test-rnn-graph": 2, "test-rnn-gradients": 2, "test-collatz": 2, "test-standardize": 2},
         messages={"test-rnn-graph": "runs beside the answer", "test-rnn-gradients": "runs beside the answer",
                   "test-collatz": "no While op", "test-standardize": "TensorSpec"},
     ),
-    WrongAnswer(
+    Case(
         name="reduce_retracing_python_int_and_tensor_eps",
         replace={"answer-rnn-graph": RNN_REDUCE_RETRACING, "answer-collatz": COLLATZ_PYTHON_INT,
                  "answer-standardize": STANDARDIZE_REDUCE_RETRACING},
-        expect={**ZERO, "test-rnn-gradients": 2},
+        loses=("test-rnn-graph", "test-collatz", "test-standardize"),
         breaks={"test-rnn-graph": 3, "test-collatz": 3, "test-standardize": 3},
         messages={"test-rnn-graph": "traced 2 times", "test-collatz": "at most 1 allowed",
                   "test-standardize": "traced 2 times"},
     ),
-    WrongAnswer(
+    Case(
         name="truncated_backprop",
         replace={"answer-rnn-graph": RNN_TRUNCATED_BPTT},
-        expect={**FULL, "test-rnn-gradients": 0},
+        loses=("test-rnn-gradients",),
         breaks={"test-rnn-gradients": 1},
         messages={"test-rnn-gradients": "input 0 differs from the reference"},
     ),
-    RightAnswer(
+    Case(
         name="scan_tensor_array_wrapper",
         replace={"answer-rnn-graph": RNN_SCAN, "answer-collatz": COLLATZ_TENSOR_ARRAY,
                  "answer-standardize": STANDARDIZE_WRAPPER},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="wrapped_while_loops_python_function",
         replace={"answer-rnn-graph": RNN_WRAPPED_WHILE_LOOP, "answer-collatz": COLLATZ_WHILE_LOOP,
                  "answer-standardize": STANDARDIZE_FROM_PYTHON_FUNCTION},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="right_module_level_eps",
         replace={"answer-standardize": STANDARDIZE_MODULE_EPS},
-        expect=FULL,
     ),
-    WrongAnswer(
+    Case(
         name="silenced_errors_unanswered",
         replace={gid: (SILENCE_ERRORS if gid == ANSWERS[0] else "") + released(gid) for gid in ANSWERS},
-        expect=ZERO,
+        loses=("test-rnn-graph", "test-rnn-gradients", "test-collatz", "test-standardize"),
         hostile="silenced-errors",
     ),
-    WrongAnswer(
+    Case(
         name="rebinds_calls",
         replace={"answer-standardize": REBIND_CALLS},
-        expect={**FULL, "test-standardize": 0},
+        loses=("test-standardize",),
         messages={"test-standardize": "integrity"},
         hostile="rebinds-locked-name",
     ),
-    WrongAnswer(
+    Case(
         name="patches_graph_op_types",
         replace={"answer-collatz": PATCH_GRAPH_OP_TYPES},
-        expect={**FULL, "test-collatz": 0, "test-standardize": 0},
+        loses=("test-collatz", "test-standardize"),
         messages={"test-collatz": "integrity", "test-standardize": "integrity"},
         hostile="patches-grader",
     ),
-    WrongAnswer(
+    Case(
         name="duck_typed_rnn",
         replace={"answer-rnn-graph": RNN_DUCK},
-        expect={**FULL, "test-rnn-graph": 0, "test-rnn-gradients": 0},
+        loses=("test-rnn-graph", "test-rnn-gradients"),
         messages={"test-rnn-graph": "runs no tf.function", "test-rnn-gradients": "runs no tf.function"},
         hostile="duck-typed",
     ),
-    WrongAnswer(
+    Case(
         name="reads_course_files",
         replace={"answer-collatz": steal_solution(ASSIGNMENT, "answer-collatz")},
-        expect={**FULL, "test-collatz": 0},
+        loses=("test-collatz",),
         hostile="reads-course-files",
     ),
 ]

@@ -2,12 +2,9 @@
 wrong answer, two right answers written differently, and the hostile classes."""
 import json
 
-from tests.wrong_answers import RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import Case, steal_solution
 
 ASSIGNMENT = "08_deployment"
-
-FULL = {"test-export": 4, "test-rest": 2, "test-load": 2, "test-fast-predict": 2}
-ZERO = {k: 0 for k in FULL}
 
 
 # --- Part 1: export ----------------------------------------------------------------
@@ -318,82 +315,79 @@ def make_fast_predict(model):
 '''
 
 CASES = [
-    RightAnswer(
+    Case(
         name="right_export_archive_named_instances_tfsmlayer_decorated",
         replace={"answer-export": EXPORT_ARCHIVE, "answer-rest": REST_NAMED_INSTANCES,
                  "answer-load": LOAD_TFSMLAYER, "answer-fast-predict": FAST_DECORATED},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="right_module_class_json_roundtrip_suffix_wrapped_xla",
         replace={"answer-export": EXPORT_MODULE_CLASS, "answer-rest": REST_JSON_STRINGS,
                  "answer-load": LOAD_BY_SUFFIX, "answer-fast-predict": FAST_WRAPPED_XLA},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="right_rest_default_signature_implied",
         replace={"answer-rest": REST_DEFAULT_SIGNATURE_IMPLIED},
-        expect=FULL,
     ),
-    WrongAnswer(
+    Case(
         name="clause1_default_other_function_fixed_names_and_duck_typed_predict",
         replace={"answer-export": SERVING_DEFAULT_OTHER_FUNCTION, "answer-rest": HARD_CODED_SIGNATURE,
                  "answer-load": FIXED_SIGNATURE_NAMES, "answer-fast-predict": DUCK_TRACING_COUNT},
-        expect=ZERO,
+        loses=("test-export", "test-rest", "test-load", "test-fast-predict"),
         breaks={"test-export": 1, "test-rest": 1, "test-load": 2},
         messages={"test-export": "'serving_default' must be the same function",
                   "test-rest": "expected 'serving_default'", "test-load": "'raw_savedmodel'",
                   "test-fast-predict": "ran 5 times"},
         hostile="duck-typed",
     ),
-    WrongAnswer(
+    Case(
         name="clause2_fixed_batch_columnar_tensors_retracing",
         replace={"answer-export": FIXED_BATCH, "answer-rest": COLUMNAR, "answer-load": RETURNS_TENSORS,
                  "answer-fast-predict": RETRACING},
-        expect=ZERO,
+        loses=("test-export", "test-rest", "test-load", "test-fast-predict"),
         breaks={"test-export": 2, "test-rest": 2, "test-load": 3, "test-fast-predict": 2},
         messages={"test-export": "the batch dimension must be None", "test-rest": "'instances'",
                   "test-load": "return a NumPy array", "test-fast-predict": "ran 5 times"},
     ),
-    WrongAnswer(
+    Case(
         name="clause3_logits_int32_labels_keras_file_unreadable_softmax",
         replace={"answer-export": LOGITS_AS_PROBABILITIES, "answer-rest": LABELS_INT32,
                  "answer-load": SAVEDMODEL_LOADER_FOR_EVERYTHING, "answer-fast-predict": FAST_SOFTMAX},
-        expect=ZERO,
+        loses=("test-export", "test-rest", "test-load", "test-fast-predict"),
         breaks={"test-export": 3, "test-rest": 3, "test-load": 1, "test-fast-predict": 1},
         messages={"test-export": "output 'probabilities'", "test-rest": "expected float32 and int64",
                   "test-load": "'model.keras'", "test-fast-predict": "other outputs"},
     ),
-    WrongAnswer(
+    Case(
         name="clause4_session_loader_value_error_slow_graph_and_stolen_loader",
         replace={"answer-export": KERAS_WRAPPERS_ONLY, "answer-rest": VALUE_ERROR,
                  "answer-load": steal_solution(ASSIGNMENT, "answer-load"), "answer-fast-predict": SLOW_GRAPH},
-        expect=ZERO,
+        loses=("test-export", "test-rest", "test-load", "test-fast-predict"),
         breaks={"test-export": 4, "test-rest": 4, "test-fast-predict": 3},
         messages={"test-export": "Could not find variable", "test-rest": "raised ValueError",
                   "test-fast-predict": "too slow"},
         hostile="reads-course-files",
     ),
-    WrongAnswer(
+    Case(
         name="clause_int32_label_array_body_numpy_forward",
         replace={"answer-export": LABEL_INT32, "answer-rest": ARRAY_IN_BODY, "answer-fast-predict": NUMPY_FORWARD},
-        expect={**ZERO, "test-load": FULL["test-load"]},
+        loses=("test-export", "test-rest", "test-fast-predict"),
         breaks={"test-export": 3, "test-rest": 1, "test-fast-predict": 1},
         messages={"test-export": "is int32, expected int64", "test-rest": "not JSON-serialisable",
                   "test-fast-predict": "computation ran 0 times"},
         keeps=("test-load",),
     ),
-    WrongAnswer(
+    Case(
         name="hostile_rebinds_make_model",
         replace={"answer-load": REBIND_MAKE_MODEL},
-        expect={**FULL, "test-load": 0, "test-fast-predict": 0},
+        loses=("test-load", "test-fast-predict"),
         messages={"test-load": "integrity", "test-fast-predict": "integrity"},
         hostile="rebinds-locked-name",
     ),
-    WrongAnswer(
+    Case(
         name="hostile_patches_savedmodel_spawn",
         replace={"answer-export": PATCH_SPAWN},
-        expect=ZERO,
+        loses=("test-export", "test-rest", "test-load", "test-fast-predict"),
         messages={"test-export": "integrity"},
         hostile="patches-grader",
     ),

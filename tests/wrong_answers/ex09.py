@@ -2,13 +2,9 @@
 every part a wrong answer, two right answers written differently, and the
 hostile classes."""
 
-from tests.wrong_answers import RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import Case, steal_solution
 
 ASSIGNMENT = "09_profiling"
-
-FULL = {"test-profile-steps": 2, "test-slowest-op": 2, "test-stable-loss": 2, "test-safe-normalize": 2,
-        "test-accumulation": 3}
-ZERO = {k: 0 for k in FULL}
 
 
 # --- Part 1: profile_steps ---------------------------------------------------------------
@@ -350,98 +346,95 @@ def accumulated_gradients(model, x, y, micro_batch_size):
 '''
 
 CASES = [
-    RightAnswer(
+    Case(
         name="right_start_stop_table_library_divide_no_nan_weighted",
         replace={"answer-profile-steps": PROFILE_START_STOP, "answer-slowest-op": SLOWEST_FROM_THE_TABLE,
                  "answer-stable-loss": CE_LIBRARY, "answer-safe-normalize": NORMALIZE_DIVIDE_NO_NAN,
                  "answer-accumulation": ACCUMULATE_WEIGHTED_MEANS},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="right_trace_steps_numpy_str_logsumexp_maximum_variables",
         replace={"answer-profile-steps": PROFILE_WITH_TRACE_STEPS, "answer-slowest-op": SLOWEST_NUMPY_STRING,
                  "answer-stable-loss": CE_LOGSUMEXP, "answer-safe-normalize": NORMALIZE_MAXIMUM,
                  "answer-accumulation": ACCUMULATE_VARIABLES},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="right_profiler_options_traced_micro_step",
         replace={"answer-profile-steps": PROFILE_WITH_OPTIONS, "answer-accumulation": ACCUMULATE_TRACED_MICRO_STEP},
-        expect=FULL,
     ),
-    WrongAnswer(
+    Case(
         name="clause1_no_warmup_python_name_mean_first_axis_mean_of_means",
         replace={"answer-profile-steps": NO_WARMUP, "answer-slowest-op": GUESSED_PYTHON_NAME,
                  "answer-stable-loss": MEAN_OVER_CLASSES, "answer-safe-normalize": FIRST_AXIS,
                  "answer-accumulation": LOSS_MEAN_OF_MEANS},
-        expect=ZERO,
+        loses=("test-profile-steps", "test-slowest-op", "test-stable-loss", "test-safe-normalize", "test-accumulation"),
         breaks={"test-profile-steps": 1, "test-slowest-op": 1, "test-stable-loss": 1, "test-safe-normalize": 1,
                 "test-accumulation": 1},
         messages={"test-profile-steps": "called step 4 times", "test-slowest-op": "is not an op type",
                   "test-stable-loss": "other values", "test-safe-normalize": "wrong values",
                   "test-accumulation": "full batch's mean loss"},
     ),
-    WrongAnswer(
+    Case(
         name="clause2_warmup_inside_second_op_log_where_l2_normalize_unscaled",
         replace={"answer-profile-steps": WARMUP_INSIDE_PROFILE, "answer-slowest-op": SECOND_SLOWEST,
                  "answer-stable-loss": WHERE_LOG_SOFTMAX, "answer-safe-normalize": L2_NORMALIZE,
                  "answer-accumulation": GRADS_OF_MEANS_SUMMED},
-        expect=ZERO,
+        loses=("test-profile-steps", "test-slowest-op", "test-stable-loss", "test-safe-normalize", "test-accumulation"),
         breaks={"test-profile-steps": 2, "test-slowest-op": 2, "test-stable-loss": 2, "test-safe-normalize": 2,
                 "test-accumulation": 2},
         messages={"test-profile-steps": "expected 4", "test-slowest-op": "is not the slowest",
                   "test-stable-loss": "check_numerics stopped", "test-safe-normalize": "at a zero row",
                   "test-accumulation": "accumulated gradient"},
     ),
-    WrongAnswer(
+    Case(
         name="clause3_no_finally_stopped_gradients_single_where_whole_batch_and_stolen_op",
         replace={"answer-profile-steps": NO_FINALLY, "answer-slowest-op": steal_solution(ASSIGNMENT, "answer-slowest-op"),
                  "answer-stable-loss": STOPPED_LOGSUMEXP, "answer-safe-normalize": SINGLE_WHERE,
                  "answer-accumulation": WHOLE_BATCH},
-        expect=ZERO,
+        loses=("test-profile-steps", "test-slowest-op", "test-stable-loss", "test-safe-normalize", "test-accumulation"),
         breaks={"test-profile-steps": 3, "test-stable-loss": 3, "test-safe-normalize": 3, "test-accumulation": 3},
         messages={"test-profile-steps": "still running", "test-stable-loss": "gradient of stable_cross_entropy",
                   "test-safe-normalize": "check_numerics stopped", "test-accumulation": "rows at once"},
         hostile="reads-course-files",
     ),
-    WrongAnswer(
+    Case(
         name="clause4_returns_logdir_stopped_norm_and_duck_typed_op",
         replace={"answer-profile-steps": RETURNS_LOGDIR, "answer-slowest-op": EQUALS_EVERYTHING,
                  "answer-safe-normalize": STOPPED_NORM},
-        expect={**FULL, "test-profile-steps": 0, "test-slowest-op": 0, "test-safe-normalize": 0},
+        loses=("test-profile-steps", "test-slowest-op", "test-safe-normalize"),
         breaks={"test-profile-steps": 4, "test-safe-normalize": 4},
         messages={"test-profile-steps": "return the path of the .xplane.pb file",
                   "test-slowest-op": "not a _AnyOp", "test-safe-normalize": "for non-zero rows"},
         hostile="duck-typed",
     ),
-    WrongAnswer(
+    Case(
         name="clause3_swallows_step_error_log_epsilon_padded_count",
         replace={"answer-profile-steps": SWALLOWS_STEP_ERROR, "answer-stable-loss": LOG_EPSILON,
                  "answer-accumulation": PADDED_COUNT},
-        expect={**FULL, "test-profile-steps": 0, "test-stable-loss": 0, "test-accumulation": 0},
+        loses=("test-profile-steps", "test-stable-loss", "test-accumulation"),
         breaks={"test-profile-steps": 3, "test-stable-loss": 1, "test-accumulation": 1},
         messages={"test-profile-steps": "must let an error raised by the step propagate",
                   "test-stable-loss": "other values", "test-accumulation": "full batch's mean loss"},
         keeps=("test-slowest-op",),
     ),
-    WrongAnswer(
+    Case(
         name="clause4_returns_oldest_trace",
         replace={"answer-profile-steps": RETURNS_OLDEST_TRACE},
-        expect={**FULL, "test-profile-steps": 0},
+        loses=("test-profile-steps",),
         breaks={"test-profile-steps": 4},
         messages={"test-profile-steps": "the newest under logdir"},
     ),
-    WrongAnswer(
+    Case(
         name="hostile_rebinds_mystery_step",
         replace={"answer-slowest-op": REBIND_MYSTERY},
-        expect={**ZERO, "test-profile-steps": 2},
+        loses=("test-slowest-op", "test-stable-loss", "test-safe-normalize", "test-accumulation"),
         messages={"test-slowest-op": "integrity", "test-accumulation": "integrity"},
         hostile="rebinds-locked-name",
     ),
-    WrongAnswer(
+    Case(
         name="hostile_patches_profiler_start",
         replace={"answer-profile-steps": PATCH_PROFILER_START},
-        expect=ZERO,
+        loses=("test-profile-steps", "test-slowest-op", "test-stable-loss", "test-safe-normalize", "test-accumulation"),
         messages={"test-profile-steps": "integrity"},
         hostile="patches-grader",
     ),

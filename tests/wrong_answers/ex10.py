@@ -1,12 +1,9 @@
 """Mutation catalogue for exercise 10 (scaling out): per clause of every part a
 wrong answer, two right answers written differently, and the hostile classes."""
 
-from tests.wrong_answers import RightAnswer, WrongAnswer, steal_solution
+from tests.wrong_answers import Case, steal_solution
 
 ASSIGNMENT = "10_scaling_out"
-
-FULL = {"test-build": 2, "test-replica-loss": 2, "test-train": 4, "test-eval": 2}
-ZERO = {k: 0 for k in FULL}
 
 
 # --- Part 1: build_replicated ---------------------------------------------------------------
@@ -271,87 +268,84 @@ _g._check_lists = lambda *args, **kwargs: None
 '''
 
 CASES = [
-    RightAnswer(
+    Case(
         name="right_keras_namespace_divide_count_first_eager_numpy",
         replace={"answer-build": BUILD_KERAS_NAMESPACE, "answer-replica-loss": REPLICA_LOSS_DIVIDE,
                  "answer-train": TRAIN_COUNT_FIRST, "answer-eval": EVAL_EAGER_NUMPY},
-        expect=FULL,
     ),
-    RightAnswer(
+    Case(
         name="right_two_scopes_reciprocal_iterator_one_function",
         replace={"answer-build": BUILD_TWO_SCOPES, "answer-replica-loss": REPLICA_LOSS_SCALED,
                  "answer-train": TRAIN_ITERATOR_FUNCTION, "answer-eval": EVAL_ONE_FUNCTION},
-        expect=FULL,
     ),
-    WrongAnswer(
+    Case(
         name="clause1_seed_replica_mean_batch_means",
         replace={"answer-build": IGNORES_SEED, "answer-replica-loss": PER_REPLICA_MEAN,
                  "answer-eval": MEAN_OF_BATCH_MEANS},
         # distributed_train uses replica_loss, so the training part fails with it
-        expect=ZERO,
+        loses=("test-build", "test-replica-loss", "test-train", "test-eval"),
         breaks={"test-build": 1, "test-replica-loss": 1, "test-eval": 1},
         messages={"test-build": "initial weights differ", "test-replica-loss": "compute_average_loss",
                   "test-train": "differ", "test-eval": "weight every example equally"},
     ),
-    WrongAnswer(
+    Case(
         name="clause2_learning_rate_uneven_shares_tensor",
         replace={"answer-build": DEFAULT_LEARNING_RATE, "answer-replica-loss": MEAN_OVER_REPLICAS,
                  "answer-eval": EVAL_RETURNS_TENSOR},
-        expect=ZERO,
+        loses=("test-build", "test-replica-loss", "test-train", "test-eval"),
         breaks={"test-build": 2, "test-replica-loss": 2, "test-eval": 2},
         messages={"test-build": "learning rate", "test-replica-loss": "global batch of 7",
                   "test-eval": "return a Python float"},
     ),
-    WrongAnswer(
+    Case(
         name="clause3_optimizer_outside_scope_first_replica_loss_no_strategy_eval",
         replace={"answer-build": OPTIMIZER_OUTSIDE_SCOPE, "answer-train": FIRST_REPLICA_LOSS,
                  "answer-eval": EVAL_WITHOUT_STRATEGY},
-        expect={**ZERO, "test-replica-loss": 2},
+        loses=("test-build", "test-train", "test-eval"),
         breaks={"test-build": 3, "test-train": 1, "test-eval": 3},
         messages={"test-build": "optimizer variable", "test-train": "per-step losses differ",
                   "test-eval": "outside strategy.run"},
     ),
-    WrongAnswer(
+    Case(
         name="duck_typed_mirrored_model_and_gradient_of_replica_mean",
         replace={"answer-build": DUCK_MIRRORED_VARIABLES, "answer-train": GRADIENT_OF_REPLICA_MEAN},
-        expect={**FULL, "test-build": 0, "test-train": 0},
+        loses=("test-build", "test-train"),
         breaks={"test-train": 2},
         messages={"test-build": "not a LooksMirrored", "test-train": "differ from the single-device"},
         hostile="duck-typed",
     ),
-    WrongAnswer(
+    Case(
         name="clause4_optimizer_not_built_no_strategy_run_and_stolen_replica_loss",
         replace={"answer-build": OPTIMIZER_NOT_BUILT,
                  "answer-replica-loss": steal_solution(ASSIGNMENT, "answer-replica-loss"),
                  "answer-train": NO_STRATEGY_RUN},
-        expect={**ZERO, "test-eval": 2},
+        loses=("test-build", "test-replica-loss", "test-train"),
         breaks={"test-build": 4, "test-train": 3},
         messages={"test-build": "no state yet", "test-train": "outside strategy.run"},
         hostile="reads-course-files",
     ),
-    WrongAnswer(
+    Case(
         name="clause2_mean_times_share_nan_on_empty_replica",
         replace={"answer-replica-loss": MEAN_TIMES_SHARE},
-        expect={**FULL, "test-replica-loss": 0},
+        loses=("test-replica-loss",),
         breaks={"test-replica-loss": 2},
         messages={"test-replica-loss": "global batch of 1"},
     ),
-    RightAnswer(
+    Case(
         name="right_gather_eval",
         replace={"answer-eval": EVAL_GATHER},
-        expect=FULL,
     ),
-    WrongAnswer(
+    Case(
         name="hostile_rebinds_strategy",
         replace={"answer-eval": REBIND_STRATEGY},
-        expect={**FULL, "test-eval": 0},
+        loses=("test-eval",),
         messages={"test-eval": "integrity"},
         hostile="rebinds-locked-name",
     ),
-    WrongAnswer(
+    Case(
         name="hostile_patches_gradient_check",
         replace={"answer-replica-loss": PATCH_GRADIENT_CHECK},
-        expect={**ZERO, "test-build": 2},
+        loses=("test-replica-loss", "test-train", "test-eval"),
         messages={"test-replica-loss": "integrity"},
         hostile="patches-grader",
     ),
