@@ -15,9 +15,13 @@ whether the candidate is at least ``min_ratio`` times faster:
   output is checked against the baseline's on the same inputs, so a cached or
   wrong answer can't pass;
 * the verdict is taken on the median of the per-trial ratios with a
-  distribution-free (order-statistic) confidence interval; trials are added
-  while the interval straddles the threshold, and when the time budget runs out
-  the answer is "inconclusive", never a silent pass or fail.
+  distribution-free (order-statistic) confidence interval, looked at after a
+  planned number of trials (8, 12, 18, ... up to 140) and at a level that keeps
+  the chance of a wrong verdict over all the looks at most 1 - ``confidence``
+  (5%: 2.5% a wrong pass, 2.5% a wrong fail; see ``timing_stats``); trials are
+  added while the interval straddles the threshold, and when the time budget
+  runs out (at the next look) the answer is "inconclusive", never a silent pass
+  or fail.
 
 ``measure_relative_speedup``/``assert_relative_speedup`` grade a speed part
 against a hidden reference solution instead of a fixed number: baseline,
@@ -52,8 +56,8 @@ from autograder.checks.timing_results import (  # noqa: F401
     format_seconds,
 )
 from autograder.checks.timing_stats import (  # noqa: F401
-    _ci_or_none, _pair_ratio, _relative_decision, _relative_trial, _speedup_decision, _stats, median_ci,
-    min_trials_for,
+    LOOKS, LookPlan, _ci_or_none, _pair_ratio, _relative_decision, _relative_trial, _speedup_decision, _stats,
+    crossing_probability, look_plan, median_ci, min_trials_for, order_index,
 )
 
 # Bound before any learner code runs (the grader imports this module first).
@@ -305,12 +309,15 @@ def _run_trials(
     Trial k times every side on the same ``reps`` fresh inputs, in the order
     ``orders[k % len(orders)]``, and compares every call's outputs.
     ``per_trial(*times)`` turns the trial's times (one per side) into one value
-    per statistic; once there are trials enough for an interval,
-    ``decide(*stats)`` gets each statistic's (median, low, high) and returns a
-    verdict, or None to keep sampling.  The budget may stop sampling only once
-    an interval exists, unless the functions are so slow that even that would
-    take three budgets."""
-    n_min = min_trials_for(confidence)
+    per statistic.  At each look of ``look_plan(confidence)`` (a planned number
+    of trials), ``decide(*stats)`` gets each statistic's (median, low, high), the
+    interval at the plan's per-look level, and returns a verdict, or None to keep
+    sampling: over all the looks a verdict is wrong at most 1 - ``confidence`` of
+    the time (see :mod:`autograder.checks.timing_stats`).  When the budget runs
+    out between two looks, sampling goes on to the next one, unless the functions
+    are so slow that this would take past three budgets; after the last look
+    there is no verdict."""
+    plan = look_plan(confidence)
     times: list[list[float]] = [[] for _ in sides]
     rows: list[tuple[float, ...]] = []
     decision = None
@@ -325,14 +332,15 @@ def _run_trials(
         for side, (t, _) in enumerate(measured):
             times[side].append(t)
         rows.append(per_trial(*(t for t, _ in measured)))
-        if len(rows) >= n_min:
-            decision = decide(*_stats(rows, confidence))
-            if decision:
+        at_look = len(rows) in plan.looks
+        if at_look:
+            decision = decide(*_stats(rows, plan.interval_confidence))
+            if decision or len(rows) == plan.looks[-1]:
                 break
         now = _clock()
-        if (now >= deadline and len(rows) >= n_min) or now >= hard_stop:
+        if now >= hard_stop or (now >= deadline and at_look):
             break
-    return _Trials(times, _stats(rows, confidence), decision, n_min)
+    return _Trials(times, _stats(rows, plan.interval_confidence), decision, plan.first, plan.interval_confidence)
 
 
 def _enforce(res: _ResultT) -> _ResultT:

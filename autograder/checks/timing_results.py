@@ -23,8 +23,11 @@ class _SpeedResultBase:
     """The fields both kinds of speed check report, and ``to_dict``.  Times are
     per call, in seconds: the median over trials of each trial's fastest call;
     each trial timed ``calls_per_trial`` calls of each side; ``output_mismatch``
-    says how a wrong output differed.  Measured fields are None when nothing
-    was timed (skipped, or a wrong output found before timing)."""
+    says how a wrong output differed.  ``confidence`` is the chance, at least,
+    that the verdict is right (over every look the check took); each interval
+    reported is at the per-look level ``interval_confidence``, which is higher.
+    Measured fields are None when nothing was timed (skipped, or a wrong output
+    found before timing)."""
 
     verdict: str
     profile: str
@@ -36,6 +39,7 @@ class _SpeedResultBase:
     candidate_s: float | None = None
     trials: int = 0
     confidence: float = 0.95
+    interval_confidence: float | None = None
     calls_per_trial: int = 1
     output_mismatch: str | None = None
 
@@ -48,7 +52,7 @@ class SpeedResult(_SpeedResultBase):
     """What one speed check found (``measure_speedup``).  Times are per call, in
     seconds: the median over trials of each trial's fastest call; ``ratio`` is
     the median of baseline/candidate over paired trials and
-    ``ci_low``/``ci_high`` its ``confidence`` interval; ``min_ratio`` the
+    ``ci_low``/``ci_high`` its interval (at ``interval_confidence``); ``min_ratio`` the
     speedup needed (None: not graded on ``profile``); each trial timed
     ``calls_per_trial`` calls of each side.  Fields are None when nothing was
     timed (skipped, or a wrong output found before timing)."""
@@ -95,12 +99,14 @@ class _Trials:
     """The timed trials: per side, each trial's fastest call (seconds); per
     statistic, (median, low, high) over the trials (infinite bounds: too few
     trials for an interval); what ``decide`` said (None: the budget ran out
-    first); the trials an interval needs."""
+    first); the trials an interval needs (the first look); the level of the
+    intervals."""
 
     times: list[list[float]]
     stats: list[tuple[float, float, float]]
     decision: str | None
     n_min: int
+    interval_confidence: float
 
     @property
     def n(self) -> int:
@@ -126,8 +132,14 @@ def _fmt_ratio(r: float, other: float | None = None) -> str:
     return text + "x"
 
 
-def _too_few_trials(n: int, n_min: int, confidence: float) -> str:
-    return f"only {n} trials fit (a {confidence:.0%} interval needs {n_min})"
+def _too_few_trials(n: int, n_min: int, interval_confidence: float) -> str:
+    return f"only {n} trials fit (a {_pct(interval_confidence)} interval needs {n_min})"
+
+
+def _pct(level: float) -> str:
+    """'98.5%' (one decimal, unless it is 0)."""
+    text = f"{level:.1%}"
+    return text.replace(".0%", "%")
 
 
 # --- the verdict in words -----------------------------------------------------------
@@ -140,6 +152,7 @@ def _speedup_outcome(template: SpeedResult, trials: _Trials, reps: int, budget_s
         template, verdict=(trials.decision or "inconclusive") if graded else "skipped",
         baseline_s=float(np.median(trials.times[0])), candidate_s=float(np.median(trials.times[1])),
         ratio=med, ci_low=_ci_or_none(lo), ci_high=_ci_or_none(hi), trials=trials.n, calls_per_trial=reps,
+        interval_confidence=trials.interval_confidence,
     )
     res.message = _speedup_message(res, trials.n_min, budget_s)
     return res
@@ -149,9 +162,10 @@ def _speedup_message(res: SpeedResult, n_min: int, budget_s: float) -> str:
     head = f"{res.label}: {format_seconds(res.candidate_s)} vs {format_seconds(res.baseline_s)} {res.baseline_label}"
     few = res.ci_low is None
     if few:
-        interval = _too_few_trials(res.trials, n_min, res.confidence)
+        interval = _too_few_trials(res.trials, n_min, res.interval_confidence)
     else:
-        interval = f"{res.confidence:.0%} interval {res.ci_low:.2f}x-{res.ci_high:.2f}x over {res.trials} trials"
+        interval = (f"{_pct(res.interval_confidence)} interval {res.ci_low:.2f}x-{res.ci_high:.2f}x "
+                    f"over {res.trials} trials")
     if res.verdict == "skipped":
         return f"{head} ({_fmt_ratio(res.ratio)}, not graded on profile {res.profile}; {interval})"
     needed = _fmt_ratio(res.min_ratio)
@@ -178,6 +192,7 @@ def _relative_outcome(
         needed=r_med ** template.fraction, margin=m_med, margin_ci_low=_ci_or_none(m_lo),
         margin_ci_high=_ci_or_none(m_hi), reference_ci_low=_ci_or_none(r_lo),
         reference_ci_high=_ci_or_none(r_hi), trials=trials.n, calls_per_trial=reps,
+        interval_confidence=trials.interval_confidence,
     )
     res.message = _relative_message(res, trials.decision, trials.n_min, floor_note, budget_s)
     return res
@@ -193,9 +208,9 @@ def _relative_message(
         f"{_fmt_ratio(res.needed, res.speedup)} was needed ({res.fraction:g} of its speedup, counted in "
         f"factors: {res.reference_speedup:.2f} ** {res.fraction:g})"
     )
-    pct, few = f"{res.confidence:.0%}", res.margin_ci_low is None
+    pct, few = _pct(res.interval_confidence), res.margin_ci_low is None
     if few:
-        interval = _too_few_trials(res.trials, n_min, res.confidence)
+        interval = _too_few_trials(res.trials, n_min, res.interval_confidence)
     else:
         interval = (f"{pct} interval of your speed relative to what was needed: "
                     f"{res.margin_ci_low:.2f}-{res.margin_ci_high:.2f} over {res.trials} trials")

@@ -112,7 +112,8 @@ def run_benchmarks(
         else:
             entry.update(
                 verdict=res.verdict, baseline_s=res.baseline_s, candidate_s=res.candidate_s,
-                ratio=res.ratio, ci_low=res.ci_low, ci_high=res.ci_high, confidence=res.confidence,
+                ratio=res.ratio, ci_low=res.ci_low, ci_high=res.ci_high, confidence=res.interval_confidence,
+                verdict_confidence=res.confidence,
                 trials=res.trials, calls_per_trial=res.calls_per_trial, min_ratio=res.min_ratio,
                 message=res.message,
             )

@@ -150,7 +150,8 @@ def by_hardware(files: list[ResultsFile]) -> dict[str, list[ResultsFile]]:
 def _fmt_ratio(entry: dict) -> str:
     if entry.get("ratio") is None:
         return "—"
-    return f"{entry['ratio']:.2f}× [{entry['ci_low']:.2f}, {entry['ci_high']:.2f}]"
+    level = f" ({entry['confidence']:.1%})" if entry.get("confidence") else ""
+    return f"{entry['ratio']:.2f}× [{entry['ci_low']:.2f}, {entry['ci_high']:.2f}]{level}"
 
 
 def _fmt_seconds(seconds: float | None) -> str:
@@ -185,7 +186,7 @@ def pair_rows(f: ResultsFile) -> list[dict[str, str]]:
         rows.append({
             "pair": name,
             "compared": f"{entry['baseline_label']} → {entry['label']}",
-            "speedup [95% CI]": _fmt_ratio(entry),
+            "speedup [interval] (level)": _fmt_ratio(entry),
             "verdict": entry["verdict"],
             "candidate time": _fmt_seconds(entry.get("candidate_s")),
             "achieved": achieved,

@@ -21,6 +21,7 @@ from autograder.checks.timing import (
     format_seconds,
     measure_speedup,
     median_ci,
+    look_plan,
     min_trials_for,
     replaced_clocks,
     to_host,
@@ -49,7 +50,7 @@ def test_three_times_faster_passes_with_the_learners_message(capsys):
     )
     assert res.verdict == "pass"
     assert 2.0 <= res.ci_low <= res.ratio <= res.ci_high
-    assert res.trials >= min_trials_for(res.confidence) == 6
+    assert res.trials in look_plan(res.confidence).looks and res.trials >= 8
     printed = capsys.readouterr().out.strip()
     assert printed == res.message
     assert re.fullmatch(r"fast step: 2\.\d ms vs 6\.\d ms slow \(\d\.\dx, needed 2\.0x on profile cpu\)", printed)
@@ -62,7 +63,7 @@ def test_equal_speed_fails_as_too_slow():
     assert not isinstance(info.value, SpeedInconclusive)
     msg = str(info.value)
     assert re.match(r"XLA step: 3\.\d ms vs 3\.\d ms plain \((0\.9|1\.0|1\.1)x, needed 2\.0x on profile cpu\); too slow", msg)
-    assert re.search(r"too slow: the 95% interval \d\.\d\dx-\d\.\d\dx over \d+ trials is all below 2\.0x$", msg)
+    assert re.search(r"too slow: the 98\.5% interval \d\.\d\dx-\d\.\d\dx over \d+ trials is all below 2\.0x$", msg)
 
 
 def test_ratio_at_the_threshold_with_a_tiny_budget_is_inconclusive():
@@ -75,8 +76,8 @@ def test_ratio_at_the_threshold_with_a_tiny_budget_is_inconclusive():
     res = measure_speedup(sleeper(0.004), jittery, inputs, check="graph_vs_eager", label="candidate",
                           min_ratio=2.0, profile="cpu", budget_s=0.05, min_sample_s=0.0, min_calls=1)
     assert res.verdict == "inconclusive"
-    # the budget stops it soon after an interval exists (at most 3 budgets in all)
-    assert min_trials_for(0.95) <= res.trials <= 25
+    # the budget stops it at the first look after the budget (at most 3 budgets in all)
+    assert res.trials in look_plan(0.95).looks and res.trials <= 27
     assert res.ci_low < 2.0 <= res.ci_high
     with pytest.raises(SpeedInconclusive) as info:
         assert_speedup(sleeper(0.004), jittery, inputs, check="graph_vs_eager",
@@ -103,7 +104,7 @@ def test_too_slow_for_an_interval_is_inconclusive_and_says_so():
     res = measure_speedup(sleeper(0.03), sleeper(0.01), inputs, check="graph_vs_eager", min_ratio=2.0,
                           profile="cpu", budget_s=0.05, min_calls=1, warmup=1)
     assert res.verdict == "inconclusive" and res.ci_low is None and res.trials < 6
-    assert re.search(r"; only \d trials fit \(a 95% interval needs 6\) in 0\.05 s\. Re-run on a quieter", res.message)
+    assert re.search(r"; only \d trials fit \(a 98\.5% interval needs 8\) in 0\.05 s\. Re-run on a quieter", res.message)
 
 
 def test_compute_bound_pairs_never_fail_a_fast_candidate_or_pass_a_slow_one():
@@ -329,7 +330,7 @@ def test_relative_candidate_no_faster_than_the_baseline_fails():
         assert_relative_speedup(sleeper(0.012), sleeper(0.002), sleeper(0.012), inputs, check="graph_vs_eager",
                                 fraction=0.5, label="slow one", profile="cpu", min_sample_s=0.0, min_calls=2)
     assert not isinstance(info.value, SpeedInconclusive)
-    assert "too slow: the 95% interval of your speed relative to what was needed" in str(info.value)
+    assert "too slow: the 98.5% interval of your speed relative to what was needed" in str(info.value)
     assert "is all below 1.00" in str(info.value)
 
 
@@ -460,7 +461,7 @@ def test_relative_fraction_must_be_in_range():
 from autograder.checks.timing import RelativeSpeedResult, SpeedResult  # noqa: E402
 
 SHARED_KEYS = {"verdict", "profile", "message", "check", "label", "baseline_label", "baseline_s", "candidate_s",
-               "trials", "confidence", "calls_per_trial", "output_mismatch"}
+               "trials", "confidence", "interval_confidence", "calls_per_trial", "output_mismatch"}
 
 
 def test_both_results_share_their_common_fields_and_to_dict():
@@ -500,17 +501,17 @@ def test_calls_and_their_order_on_a_fake_clock(monkeypatch):
 
     res = measure_speedup(costing(now, log, "b", 0.004), costing(now, log, "c", 0.001), counted_inputs,
                           check="graph_vs_eager", min_ratio=2.0, profile="cpu")
-    # noiseless: the interval is [4, 4] as soon as there is one, at trial 6
-    assert (res.verdict, res.trials) == ("pass", 6)
+    # noiseless: the interval is [4, 4] at the first look, after 8 trials
+    assert (res.verdict, res.trials) == ("pass", 8)
     assert res.ratio == pytest.approx(4.0) and res.ci_low == pytest.approx(4.0)
     assert res.calls_per_trial == 20  # 0.02 s of the fastest warm-up call (1 ms)
     assert log[:6] == ["in", "b", "c", "in", "b", "c"]  # two warm-up rounds
     reps = res.calls_per_trial
-    for k in range(6):  # fresh inputs for every call, then each side's calls; the first side alternates
+    for k in range(8):  # fresh inputs for every call, then each side's calls; the first side alternates
         trial = log[6 + 3 * reps * k: 6 + 3 * reps * (k + 1)]
         first, second = ("b", "c") if k % 2 == 0 else ("c", "b")
         assert trial == ["in"] * reps + [first] * reps + [second] * reps
-    assert len(log) == 6 + 6 * 3 * reps
+    assert len(log) == 6 + 8 * 3 * reps
 
 
 def test_relative_calls_and_their_order_on_a_fake_clock(monkeypatch):
@@ -518,11 +519,11 @@ def test_relative_calls_and_their_order_on_a_fake_clock(monkeypatch):
     res = measure_relative_speedup(costing(now, log, "b", 0.008), costing(now, log, "r", 0.002),
                                    costing(now, log, "c", 0.002), inputs, check="graph_vs_eager", fraction=0.5,
                                    profile="cpu", min_calls=1, min_sample_s=0.0)
-    assert (res.verdict, res.trials, res.calls_per_trial) == ("pass", 6, 1)
+    assert (res.verdict, res.trials, res.calls_per_trial) == ("pass", 8, 1)
     assert (res.speedup, res.reference_speedup, res.needed, res.margin) == pytest.approx((4.0, 4.0, 2.0, 2.0))
     assert log[:6] == ["b", "r", "c"] * 2
-    orders = ["".join(log[6 + 3 * k: 9 + 3 * k]) for k in range(6)]
-    assert orders == ["brc", "rcb", "cbr", "bcr", "crb", "rbc"]
+    orders = ["".join(log[6 + 3 * k: 9 + 3 * k]) for k in range(8)]
+    assert orders == ["brc", "rcb", "cbr", "bcr", "crb", "rbc", "brc", "rcb"]
     assert res.message == (
         "candidate: 2.0 ms vs 8.0 ms baseline, 4.0x faster; the reference solution is 4.0x faster (2.0 ms), "
         "so 2.0x was needed (0.5 of its speedup, counted in factors: 4.00 ** 0.5); profile cpu"

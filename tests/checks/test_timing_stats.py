@@ -3,8 +3,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pytest
+
 from autograder.checks import timing, timing_stats
-from autograder.checks.timing_stats import _relative_decision, _speedup_decision, median_ci, min_trials_for
+from autograder.checks.timing_stats import (
+    LOOKS, _relative_decision, _speedup_decision, crossing_probability, look_plan, median_ci, min_trials_for,
+    order_index,
+)
 
 
 def test_median_ci_needs_enough_values_for_an_interval():
@@ -29,5 +35,45 @@ def test_the_decisions_wait_until_the_interval_is_on_one_side():
 
 
 def test_timing_still_offers_every_name():
-    for name in ("median_ci", "min_trials_for", "_stats", "_ci_or_none", "_speedup_decision", "_relative_decision"):
+    for name in ("median_ci", "min_trials_for", "_stats", "_ci_or_none", "_speedup_decision", "_relative_decision",
+                 "look_plan", "crossing_probability", "order_index", "LOOKS"):
         assert getattr(timing, name) is getattr(timing_stats, name)
+
+
+def test_the_look_plan_keeps_each_wrong_verdict_under_its_share_and_no_wider_level_would():
+    plan = look_plan(0.95)
+    assert plan.looks == LOOKS and plan.first == 8
+    assert plan.error_each_way <= 0.025
+    assert plan.error_each_way == pytest.approx(crossing_probability(LOOKS, 1 - plan.interval_confidence))
+    # calibrated, not merely safe: the next wider interval at some look breaks the 2.5%
+    alpha = 1 - plan.interval_confidence
+    wider = min(2 * sum(math.comb(n, j) for j in range(order_index(n, alpha) + 1)) / 2.0 ** n for n in LOOKS)
+    assert wider > alpha and crossing_probability(LOOKS, wider) > 0.025
+    assert plan.next_look(9) == 12 and plan.next_look(12) == 12 and plan.next_look(141) is None
+
+
+def test_crossing_probability_matches_a_simulation():
+    """Uniform values have median 0.5: how often some look's interval lies wholly above it."""
+    rng = np.random.default_rng(7)
+    alpha = 1 - look_plan(0.95).interval_confidence
+    runs = rng.uniform(size=(20000, LOOKS[-1]))
+    crossed = np.zeros(len(runs), bool)
+    for n in LOOKS:
+        k = order_index(n, alpha)
+        crossed |= np.sort(runs[:, :n], axis=1)[:, k - 1] > 0.5
+    exact = crossing_probability(LOOKS, alpha)
+    assert abs(crossed.mean() - exact) < 4 * math.sqrt(exact * (1 - exact) / len(runs))
+
+
+def test_looking_after_every_trial_at_95_percent_would_not_keep_its_promise():
+    """What timing_stats' docstring says of the rule it replaced (looks after every trial, from 6)."""
+    assert round(crossing_probability(range(6, 41), 0.05), 3) == 0.077
+    assert round(crossing_probability(range(6, 201), 0.05), 2) == 0.14
+    assert crossing_probability([40], 0.05) <= 0.025  # one look alone keeps it
+
+
+def test_a_plan_needs_a_first_look_with_an_interval():
+    with pytest.raises(ValueError, match="too early"):
+        look_plan(0.999, (4, 8, 16))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        look_plan(1.0)

@@ -111,9 +111,10 @@ def test_rows_show_ratio_interval_and_roofline(sample):
     assert [r["pair"] for r in rows] == list(f.data["pairs"])
     for row, entry in zip(rows, f.data["pairs"].values()):
         if entry.get("ratio"):
-            assert row["speedup [95% CI]"].startswith(f"{entry['ratio']:.2f}×")
+            assert row["speedup [interval] (level)"].startswith(f"{entry['ratio']:.2f}×")
+            assert row["speedup [interval] (level)"].endswith(f"({entry['confidence']:.1%})")
         else:
-            assert row["speedup [95% CI]"] == "—"
+            assert row["speedup [interval] (level)"] == "—"
         assert (row["of the roofline"] == "—") == ("roofline" not in entry)
     table = markdown_table(rows)
     assert table.count("\n") == len(rows) + 1 and table.startswith("| pair |")
