@@ -1,7 +1,7 @@
 """A mixed batch graded the way an instructor grades it, against plain execution (a benchmark).
 
     .venv/bin/python benchmarks/mixed_batch.py [--copies 1] [--workers 2] [--rounds 1]
-        [--tree PATH] [--json book/data/results/mixed_batch.json]
+        [--tree PATH] [--json FILE]
 
 The batch is every assignment under ``solutions/``, ``--copies`` reference submissions of
 each (``<student>/<assignment>/<assignment>.ipynb``).  Two ways, run in turns (``--rounds``
@@ -13,12 +13,18 @@ times each, alternating, so load from elsewhere hits both):
   executed by nbclient, ``N`` at a time, nothing else.
 
 It prints and records notebooks a minute for each and their ratio (grade / nbclient), with
-the machine.  ``--tree`` grades with the ``autograder`` package of another checkout (say,
-an older commit in a ``git worktree``), so a before/after pair is measured in one run.
+the machine.  ``--tree`` grades with the ``autograder`` package and ``solutions/`` of another
+checkout (say, an older commit in a ``git worktree``); given twice, a before/after pair is
+measured in one run, every way taking every place in the order in turn.
+
+The figures go, with the machine, the commit graded with, the date and the load average
+before and after, to ``--json`` (default ``book/data/results/grading/mixed-batch-<host>-<date>.json``);
+the book's "Hardware and results" page shows every file there.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -37,6 +43,8 @@ import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
 from autograder.checks import hardware  # noqa: E402
+
+GRADING_RESULTS = ROOT / "book" / "data" / "results" / "grading"
 
 
 def make_batch(source_root: Path, copies: int, folder: Path) -> list[Path]:
@@ -76,39 +84,67 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--copies", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--tree", type=Path, default=ROOT, help="checkout whose autograder grades")
-    parser.add_argument("--source-root", type=Path, default=ROOT / "solutions")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--tree", type=Path, action="append",
+                        help="a checkout whose autograder grades its own solutions/ (repeat it for a "
+                             "before/after pair in one run; default: this checkout)")
+    parser.add_argument("--source-root", type=Path, default=ROOT / "solutions",
+                        help="the notebooks nbclient executes (default: %(default)s)")
+    parser.add_argument("--json", type=Path, help="where to write the figures (default: %(default)s)",
+                        default=GRADING_RESULTS / f"mixed-batch-{platform.node()}-{datetime.date.today()}.json")
     args = parser.parse_args(argv)
+    trees = [t.resolve() for t in (args.tree or [ROOT])]
+    load_before, started = _load_average(), datetime.datetime.now(datetime.timezone.utc)
     with tempfile.TemporaryDirectory(prefix="mixed-batch-") as tmp:
-        submissions = Path(tmp) / "submitted"
-        notebooks = make_batch(args.source_root.resolve(), args.copies, submissions)
-        times: dict[str, list[float]] = {"grade": [], "nbclient": []}
+        plain = make_batch(args.source_root.resolve(), args.copies, Path(tmp) / "plain")
+        batches = [Path(tmp) / f"submitted{i}" for i in range(len(trees))]
+        for tree, folder in zip(trees, batches):
+            make_batch(tree / "solutions", args.copies, folder)
+        ways = ["nbclient"] + [f"grade {i}" for i in range(len(trees))]
+        times: dict[str, list[float]] = {way: [] for way in ways}
         for round_ in range(args.rounds):
-            order = ("grade", "nbclient") if round_ % 2 == 0 else ("nbclient", "grade")
-            for way in order:
-                if way == "grade":
-                    seconds = time_grade(submissions, args.source_root.resolve(), args.workers,
-                                         args.tree.resolve(), Path(tmp) / f"out{round_}")
+            shift = round_ % len(ways)  # each way takes each place in turn, so load from elsewhere hits all
+            for way in ways[shift:] + ways[:shift]:
+                if way == "nbclient":
+                    seconds = time_nbclient(plain, args.workers)
                 else:
-                    seconds = time_nbclient(notebooks, args.workers)
+                    i = int(way.split()[1])
+                    seconds = time_grade(batches[i], trees[i] / "solutions", args.workers, trees[i],
+                                         Path(tmp) / f"out{i}-{round_}")
                 times[way].append(seconds)
-                print(f"round {round_ + 1}: {way:8s} {len(notebooks)} notebooks in {seconds:6.1f} s "
-                      f"({60 * len(notebooks) / seconds:.1f} a minute)", flush=True)
+                print(f"round {round_ + 1}: {way:8s} {len(plain)} notebooks in {seconds:6.1f} s "
+                      f"({60 * len(plain) / seconds:.1f} a minute)", flush=True)
     best = {way: min(values) for way, values in times.items()}
+    per_minute = {way: round(60 * len(plain) / s, 2) for way, s in best.items()}
     cpu = hardware.cpu_info()
     figures = {
-        "notebooks": len(notebooks), "workers": args.workers, "tree": str(args.tree.resolve()),
-        "seconds": times, "per_minute": {w: round(60 * len(notebooks) / s, 2) for w, s in best.items()},
-        "grade_over_nbclient": round(best["grade"] / best["nbclient"], 3),
+        "recorded": started.isoformat(timespec="seconds"),
         "machine": {"cpu": f"{cpu.model} ({cpu.vendor})", "cores": os.cpu_count(),
                     "python": platform.python_version(), "onednn": hardware.onednn_status().enabled},
+        "load_average_before": load_before, "load_average_after": _load_average(),
+        "notebooks": len(plain), "workers": args.workers, "rounds": args.rounds,
+        "nbclient": {"seconds": times["nbclient"], "per_minute": per_minute["nbclient"]},
+        "graders": [{"commit": _commit(tree), "tree": str(tree), "seconds": times[f"grade {i}"],
+                     "per_minute": per_minute[f"grade {i}"],
+                     "over_nbclient": round(best[f"grade {i}"] / best["nbclient"], 3)}
+                    for i, tree in enumerate(trees)],
     }
-    print(json.dumps({k: figures[k] for k in ("notebooks", "per_minute", "grade_over_nbclient")}))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n")
+    print(json.dumps({"notebooks": len(plain), "nbclient_per_minute": per_minute["nbclient"],
+                      "graders": [{k: g[k] for k in ("commit", "per_minute", "over_nbclient")}
+                                  for g in figures["graders"]]}))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n")
+    print(f"wrote {args.json}")
     return 0
+
+
+def _load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _commit(tree: Path) -> str:
+    """The commit ``tree`` is checked out at ("unknown" for an extracted tree, say from ``git archive``)."""
+    found = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 and (tree / ".git").exists() else "unknown"
 
 
 if __name__ == "__main__":
