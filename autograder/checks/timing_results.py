@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from autograder.checks.timing_stats import _ci_or_none
+from autograder.checks.timing_stats import _ci_or_none, look_plan
 
 
 # --- what a speed check reports ---------------------------------------------------
@@ -142,6 +142,12 @@ def _pct(level: float) -> str:
     return text.replace(".0%", "%")
 
 
+def _level(res: _SpeedResultBase) -> float:
+    """The level of ``res``'s intervals: as recorded, else the one a check at its
+    ``confidence`` takes them at."""
+    return res.interval_confidence or look_plan(res.confidence).interval_confidence
+
+
 # --- the verdict in words -----------------------------------------------------------
 
 
@@ -162,9 +168,9 @@ def _speedup_message(res: SpeedResult, n_min: int, budget_s: float) -> str:
     head = f"{res.label}: {format_seconds(res.candidate_s)} vs {format_seconds(res.baseline_s)} {res.baseline_label}"
     few = res.ci_low is None
     if few:
-        interval = _too_few_trials(res.trials, n_min, res.interval_confidence)
+        interval = _too_few_trials(res.trials, n_min, _level(res))
     else:
-        interval = (f"{_pct(res.interval_confidence)} interval {res.ci_low:.2f}x-{res.ci_high:.2f}x "
+        interval = (f"{_pct(_level(res))} interval {res.ci_low:.2f}x-{res.ci_high:.2f}x "
                     f"over {res.trials} trials")
     if res.verdict == "skipped":
         return f"{head} ({_fmt_ratio(res.ratio)}, not graded on profile {res.profile}; {interval})"
@@ -208,9 +214,9 @@ def _relative_message(
         f"{_fmt_ratio(res.needed, res.speedup)} was needed ({res.fraction:g} of its speedup, counted in "
         f"factors: {res.reference_speedup:.2f} ** {res.fraction:g})"
     )
-    pct, few = _pct(res.interval_confidence), res.margin_ci_low is None
+    pct, few = _pct(_level(res)), res.margin_ci_low is None
     if few:
-        interval = _too_few_trials(res.trials, n_min, res.interval_confidence)
+        interval = _too_few_trials(res.trials, n_min, _level(res))
     else:
         interval = (f"{pct} interval of your speed relative to what was needed: "
                     f"{res.margin_ci_low:.2f}-{res.margin_ci_high:.2f} over {res.trials} trials")

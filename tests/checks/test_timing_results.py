@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from autograder.checks import timing, timing_results
-from autograder.checks.timing_results import SpeedResult, _fmt_ratio, _skipped_result, format_seconds
+from autograder.checks.timing_results import SpeedResult, _fmt_ratio, _skipped_result, _speedup_message, format_seconds
 
 
 def test_format_seconds_picks_the_unit():
@@ -29,3 +29,14 @@ def test_timing_still_offers_every_name():
     for name in ("SpeedResult", "RelativeSpeedResult", "format_seconds", "_speedup_message", "_relative_message",
                  "_Mismatch", "_Trials"):
         assert getattr(timing, name) is getattr(timing_results, name)
+
+
+def test_a_result_made_by_hand_words_its_interval_at_the_checks_level():
+    """A result built without ``interval_confidence`` (a report's test data, an old record) is
+    worded at the level a check with its ``confidence`` takes its intervals at."""
+    from autograder.checks.timing_stats import look_plan
+
+    res = SpeedResult(verdict="fail", profile="cpu", message="", min_ratio=2.0, label="fast", baseline_s=2e-3,
+                      candidate_s=1.9e-3, ratio=1.05, ci_low=1.0, ci_high=1.1, trials=12)
+    level = f"{look_plan(0.95).interval_confidence:.1%}"
+    assert f"too slow: the {level} interval 1.00x-1.10x over 12 trials is all below 2.0x" in _speedup_message(res, 8, 20.0)
