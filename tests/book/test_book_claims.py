@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.checks.timing import measure_speedup
+from autograder.checks.timing import look_plan, measure_speedup
 from tests.conftest import ROOT
 
 BOOK = ROOT / "book"
@@ -86,17 +86,17 @@ def test_the_introduction_names_both_sources():
 
 # --- confidence levels ------------------------------------------------------------------
 
-def test_every_confidence_level_in_prose_is_the_one_measured():
-    default = inspect.signature(measure_speedup).parameters["confidence"].default
-    checked = 0
-    for chapter in CHAPTERS:
-        text = chapter.read_text(encoding="utf-8")
-        allowed = {round(default * 100)} | {round(float(v) * 100) for v in re.findall(r"confidence=([0-9.]+)", text)}
-        for level in re.findall(r"(\d+)\s*% confidence", prose(text)):
-            checked += 1
-            assert int(level) in allowed, (
-                f"{chapter.name} names a {level}% confidence interval; its measurements use {sorted(allowed)}%")
-    assert checked, "no chapter names a confidence level any more; drop or rewrite this test"
+def test_no_chapter_types_an_interval_level():
+    """An interval's level is the look plan's (``timing_stats.look_plan``), and the chapters print
+    it from each result's ``interval_confidence``: a typed level ("95% interval", the level before
+    sequential looks) goes stale when the plan changes, so no chapter may type one, in prose or in
+    a cell; and the chapters that label an interval do take it from the result."""
+    typed = [f"{chapter.name}: {m.group(0)!r}" for chapter in CHAPTERS
+             for m in re.finditer(r"\b\d+(?:\.\d+)?\s*% (?:confidence )?intervals?\b", chapter.read_text(encoding="utf-8"))]
+    assert not typed, f"interval levels typed by hand: {typed}"
+    labelled = [c.name for c in CHAPTERS if "interval_confidence" in c.read_text(encoding="utf-8")]
+    assert len(labelled) >= 3, f"only {labelled} label an interval with its level"
+    assert look_plan(inspect.signature(measure_speedup).parameters["confidence"].default).interval_confidence > 0.95
 
 
 # --- chapter 4's chain ------------------------------------------------------------------
