@@ -16,7 +16,8 @@ ROLES = ("checks", "judge", "grading", "course")
 TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py"}
 # Process entry points the grader itself starts (not commands a person types).
 INTERNAL_ENTRY_POINTS = {"autograder.grading.sandbox_worker", "autograder.checks.placement_boot",
-                         "autograder.checks.savedmodel", "autograder.judge.process"}
+                         "autograder.checks.savedmodel", "autograder.judge.process",
+                         "autograder.grading.warm_zygote"}
 MAX_FUNCTION_LINES = 80
 
 

@@ -63,7 +63,7 @@ from autograder.grading import notebook as nbtools  # noqa: E402
 from autograder.grading.limits import Limits  # noqa: E402,F401  (sandbox.Limits: where callers find it)
 from autograder.grading.results import Results, TestResult, zero_results  # noqa: E402
 from autograder.judge import client as judge_client  # noqa: E402
-from autograder.grading import judged_parts, verdict  # noqa: E402
+from autograder.grading import judged_parts, verdict, warm_start  # noqa: E402
 from autograder.grading.judged_parts import write as _write  # noqa: E402
 from autograder.judge import protocol  # noqa: E402
 
@@ -407,6 +407,7 @@ def stop_all() -> None:
     for proc, cgroups in running:
         kill_tree(proc, cgroups)
     judge_client.close_idle()
+    warm_start.close_all()
 
 
 def _reader(stream, out: queue.Queue) -> None:
@@ -496,11 +497,7 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
         os.chmod(workdir, 0o755)
         _copy_inputs(workdir, prepared, submission, data_files)
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "autograder.grading.sandbox_worker", "worker"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                cwd=workdir, env=clean_env(workdir), start_new_session=True,
-            )
+            proc = _start_worker(workdir, log, with_tf=prepared.include_tf)
         with _LIVE_LOCK:
             _LIVE[proc.pid] = (proc, cgroups)
         _converse(proc, _job(workdir, prepared, limits, hidden_dirs, isolate, cgroups), prepared, limits, run)
@@ -516,6 +513,21 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
         run.sandbox["worker_log"] = log_tail  # for the instructor; extra_data is not shown to learners
     results.sandbox = run.sandbox
     return results
+
+
+def _start_worker(workdir: Path, log, *, with_tf: bool):
+    """The sandbox worker for one submission: forked by the warm zygote (``warm_start``), or a
+    fresh interpreter when warm workers are off or their zygote cannot start."""
+    env = clean_env(workdir)
+    if warm_start.enabled():
+        try:
+            return warm_start.spawn(workdir, env, log, with_tf=with_tf)
+        except OSError as exc:
+            log.write(f"warm worker unavailable, starting a cold one: {exc}\n".encode())
+            log.flush()
+    return subprocess.Popen([sys.executable, "-m", "autograder.grading.sandbox_worker", "worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                            cwd=workdir, env=env, start_new_session=True)
 
 
 def _converse(proc: subprocess.Popen, job: dict, prepared: Prepared, limits: Limits, run: _Run) -> None:

@@ -35,6 +35,20 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
+def close_fds_except(keep: set[int]) -> None:
+    """Close every descriptor of this process but ``keep`` (a forked child's first act).
+
+    (Never ``closerange(n, n)``: CPython passes an empty range on to ``close_range`` as
+    ``[n, UINT_MAX]``, which closes everything.)"""
+    edges = sorted(fd for fd in keep if fd >= 0)
+    low = 0
+    for fd in edges:
+        if low < fd:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+
+
 def _loopback_up() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:

@@ -35,7 +35,8 @@ from autograder.grading.sandbox_isolation import (  # noqa: F401
     _enter_user_namespace, _libc, _locked_flags, _loopback_up, _mount, isolate_worker,
 )
 from autograder.grading.sandbox_kernel import (  # noqa: F401
-    PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, _drop_capabilities, _limit_and_exec, kernel_main,
+    PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, KernelSeed, _drop_capabilities, _limit_and_exec, kernel_main,
+    seeded_manager_class,
 )
 from autograder.judge import protocol
 
@@ -238,13 +239,15 @@ def _make_client_class():
 class _Worker:
     """Runs a job's cells in one sandboxed kernel and streams part results."""
 
-    def __init__(self, job: dict, proto_out, proto_in) -> None:
+    def __init__(self, job: dict, proto_out, proto_in, *, warm: bool = False) -> None:
         self.job = job
+        self.warm = warm  # forked by the zygote: the kernel is a seed forked after isolation
         self.limits = Limits(**job["limits"])
         self.workdir = Path(job["workdir"])
         self.out = proto_out
         self.inp = proto_in
-        self.token = "AG" + secrets.token_hex(12)
+        self.token = ""  # made after the kernel seed is forked (the seed must not hold it)
+        self.seed = None
         self.nb = nbformat.v4.new_notebook()
         self.client = None
         self.watchdog: _Watchdog | None = None
@@ -399,16 +402,21 @@ class _Worker:
         for sub in ("matplotlib", "ipython", "jupyter-runtime", "jupyter-config", "jupyter-data"):
             (self.workdir / ".tmp" / sub).mkdir(parents=True, exist_ok=True)
         _kernel_spec(self.workdir, config)
+        if self.warm:  # now: isolated, limits known, and still one thread
+            self.seed = KernelSeed(config)
+        info["kernel"] = "forked with its imports done (warm)" if self.warm else "a fresh interpreter"
         return info
 
     def run(self) -> None:
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
         self.sandbox = self.setup()
+        self.token = "AG" + secrets.token_hex(12)
         client_class = _make_client_class()
+        manager = {"kernel_manager_class": seeded_manager_class(self.seed)} if self.seed else {}
         # History in memory: IPython's history.sqlite would put test cells on the sandbox's disk.
         self.client = client_class(self.nb, timeout=self.limits.cell_timeout_s, kernel_name=KERNEL_NAME,
-                                   allow_errors=True, shutdown_kernel="immediate",
+                                   allow_errors=True, shutdown_kernel="immediate", **manager,
                                    extra_arguments=["--HistoryManager.hist_file=:memory:"],
                                    resources={"metadata": {"path": str(self.workdir)}})
         self.client.output_cap = self.limits.output_kb * 1024
@@ -534,15 +542,16 @@ def _error_text(cell) -> str:
     return text[-500:] or "no output"
 
 
-def worker_main() -> int:
-    """``python -m autograder.grading.sandbox_worker worker``: one job on stdin, events on stdout."""
+def worker_main(*, warm: bool = False) -> int:
+    """``python -m autograder.grading.sandbox_worker worker``: one job on stdin, events on stdout
+    (``warm``: forked by :mod:`autograder.grading.warm_start`'s zygote)."""
     _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the grader
     _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the kernel stay our descendants
     proto_out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # nothing printed by libraries can corrupt the event stream
     proto_in = sys.stdin
     job = json.loads(proto_in.readline())
-    worker = _Worker(job, proto_out, proto_in)
+    worker = _Worker(job, proto_out, proto_in, warm=warm)
     try:
         worker.run()
     except Exception as exc:  # report, don't hang the grader
