@@ -1,7 +1,7 @@
 """A mixed batch graded the way an instructor grades it, against plain execution (a benchmark).
 
     .venv/bin/python benchmarks/mixed_batch.py [--copies 1] [--workers 2] [--rounds 1]
-        [--tree PATH] [--json FILE]
+        [--tree PATH] [--kernels warm|cold] [--json FILE]
 
 The batch is every assignment under ``solutions/``, ``--copies`` reference submissions of
 each (``<student>/<assignment>/<assignment>.ipynb``).  Two ways, run in turns (``--rounds``
@@ -15,7 +15,10 @@ times each, alternating, so load from elsewhere hits both):
 It prints and records notebooks a minute for each and their ratio (grade / nbclient), with
 the machine.  ``--tree`` grades with the ``autograder`` package and ``solutions/`` of another
 checkout (say, an older commit in a ``git worktree``); given twice, a before/after pair is
-measured in one run, every way taking every place in the order in turn.
+measured in one run, every way taking every place in the order in turn.  ``--kernels`` (repeatable;
+default ``warm``) grades each tree with warm workers (forked by the zygote, the default) and/or
+cold ones (``AUTOGRADER_KERNELS=cold``: a fresh worker and kernel interpreter per submission, the
+grader before warm workers), side by side.
 
 The figures go, with the machine, the commit graded with, the date and the load average
 before and after, to ``--json`` (default ``book/data/results/grading/mixed-batch-<host>-<date>.json``);
@@ -57,8 +60,9 @@ def make_batch(source_root: Path, copies: int, folder: Path) -> list[Path]:
     return notebooks
 
 
-def time_grade(submissions: Path, source_root: Path, workers: int, tree: Path, out: Path) -> float:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+def time_grade(submissions: Path, source_root: Path, workers: int, tree: Path, out: Path,
+               kernels: str = "warm") -> float:
+    env = {**os.environ, "PYTHONPATH": str(tree), "AUTOGRADER_KERNELS": kernels}
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
                     "--source", str(source_root), "--workers", str(workers), "--force"],
@@ -87,19 +91,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", type=Path, action="append",
                         help="a checkout whose autograder grades its own solutions/ (repeat it for a "
                              "before/after pair in one run; default: this checkout)")
+    parser.add_argument("--kernels", action="append", choices=("warm", "cold"),
+                        help="warm (forked workers, the default) or cold (a fresh interpreter each); repeat "
+                             "it to measure both side by side")
     parser.add_argument("--source-root", type=Path, default=ROOT / "solutions",
                         help="the notebooks nbclient executes (default: %(default)s)")
     parser.add_argument("--json", type=Path, help="where to write the figures (default: %(default)s)",
                         default=GRADING_RESULTS / f"mixed-batch-{platform.node()}-{datetime.date.today()}.json")
     args = parser.parse_args(argv)
     trees = [t.resolve() for t in (args.tree or [ROOT])]
+    kernels = args.kernels or ["warm"]
+    graders = [(i, k) for i in range(len(trees)) for k in kernels]
     load_before, started = _load_average(), datetime.datetime.now(datetime.timezone.utc)
     with tempfile.TemporaryDirectory(prefix="mixed-batch-") as tmp:
         plain = make_batch(args.source_root.resolve(), args.copies, Path(tmp) / "plain")
         batches = [Path(tmp) / f"submitted{i}" for i in range(len(trees))]
         for tree, folder in zip(trees, batches):
             make_batch(tree / "solutions", args.copies, folder)
-        ways = ["nbclient"] + [f"grade {i}" for i in range(len(trees))]
+        ways = ["nbclient"] + [f"grade {i} {k}" for i, k in graders]
         times: dict[str, list[float]] = {way: [] for way in ways}
         for round_ in range(args.rounds):
             shift = round_ % len(ways)  # each way takes each place in turn, so load from elsewhere hits all
@@ -107,11 +116,11 @@ def main(argv: list[str] | None = None) -> int:
                 if way == "nbclient":
                     seconds = time_nbclient(plain, args.workers)
                 else:
-                    i = int(way.split()[1])
+                    i, kind = int(way.split()[1]), way.split()[2]
                     seconds = time_grade(batches[i], trees[i] / "solutions", args.workers, trees[i],
-                                         Path(tmp) / f"out{i}-{round_}")
+                                         Path(tmp) / f"out{i}-{kind}-{round_}", kind)
                 times[way].append(seconds)
-                print(f"round {round_ + 1}: {way:8s} {len(plain)} notebooks in {seconds:6.1f} s "
+                print(f"round {round_ + 1}: {way:13s} {len(plain)} notebooks in {seconds:6.1f} s "
                       f"({60 * len(plain) / seconds:.1f} a minute)", flush=True)
     best = {way: min(values) for way, values in times.items()}
     per_minute = {way: round(60 * len(plain) / s, 2) for way, s in best.items()}
@@ -123,13 +132,13 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_before": load_before, "load_average_after": _load_average(),
         "notebooks": len(plain), "workers": args.workers, "rounds": args.rounds,
         "nbclient": {"seconds": times["nbclient"], "per_minute": per_minute["nbclient"]},
-        "graders": [{"commit": _commit(tree), "tree": str(tree), "seconds": times[f"grade {i}"],
-                     "per_minute": per_minute[f"grade {i}"],
-                     "over_nbclient": round(best[f"grade {i}"] / best["nbclient"], 3)}
-                    for i, tree in enumerate(trees)],
+        "graders": [{"commit": _commit(trees[i]), "tree": str(trees[i]), "kernels": k,
+                     "seconds": times[f"grade {i} {k}"], "per_minute": per_minute[f"grade {i} {k}"],
+                     "over_nbclient": round(best[f"grade {i} {k}"] / best["nbclient"], 3)}
+                    for i, k in graders],
     }
     print(json.dumps({"notebooks": len(plain), "nbclient_per_minute": per_minute["nbclient"],
-                      "graders": [{k: g[k] for k in ("commit", "per_minute", "over_nbclient")}
+                      "graders": [{k: g[k] for k in ("commit", "kernels", "per_minute", "over_nbclient")}
                                   for g in figures["graders"]]}))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n")

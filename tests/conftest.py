@@ -20,6 +20,13 @@ def notebook_for(folder: Path, name: str) -> Path:
     return folder / name / f"{name}.ipynb"
 
 
+def is_sandbox_kernel(proc) -> bool:
+    """A sandboxed kernel: ``python -m ipykernel_launcher`` when cold, named ``ag-kernel`` when forked warm."""
+    from autograder.grading.sandbox_kernel import WARM_KERNEL_NAME
+
+    return "ipykernel_launcher" in " ".join(proc.cmdline()) or proc.name() == WARM_KERNEL_NAME
+
+
 def _has_gpu() -> bool:
     # Ask a child process: importing TensorFlow here would slow every collection.
     import subprocess

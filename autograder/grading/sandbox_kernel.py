@@ -110,6 +110,14 @@ def kernel_main(argv: list[str]) -> int:
 
 # --- the warm kernel: forked, not exec'd --------------------------------------------------
 
+WARM_KERNEL_NAME = "ag-kernel"
+
+
+def set_process_name(name: str) -> None:
+    """This process's name as ps and psutil show it (``PR_SET_NAME``, 15 bytes at most)."""
+    _libc.prctl(15, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+
+
 PRELOADED_ENV: dict[str, str] = {}  # what the zygote's imports put in os.environ (TensorFlow sets a few)
 
 
@@ -121,6 +129,7 @@ def _become_ipykernel(argv: list[str], env: dict, cwd: str, *, close: int = -1) 
     try:
         if close >= 0:
             os.close(close)
+        set_process_name(WARM_KERNEL_NAME)  # what ps shows (its command line is the zygote's)
         os.environ.clear()
         os.environ.update(env)
         for name, value in PRELOADED_ENV.items():
@@ -200,6 +209,7 @@ class KernelSeed:
             try:
                 os.setsid()
                 _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the worker
+                set_process_name("ag-kernel-shim")
                 # stdin a pipe nobody writes to (as jupyter_client gives a kernel), stdout and stderr
                 # /dev/null; the pipe's other end stays with the shim.
                 stdin_r, stdin_w = os.pipe()

@@ -72,9 +72,13 @@ def _tasks_of(uid: int) -> int:
 class _Watchdog(threading.Thread):
     """Kills the kernel when its process tree breaks the process or memory limit."""
 
-    def __init__(self, get_pid, limits: Limits, memory_cgroup: str, pids_cgroup: str) -> None:
+    def __init__(self, get_pid, limits: Limits, memory_cgroup: str, pids_cgroup: str, *,
+                 shim: bool = False) -> None:
         super().__init__(daemon=True)
         self.get_pid = get_pid
+        # The kernel's PID-namespace shim is the grader's: its memory is not the notebook's (a warm
+        # shim is a fork of the worker, its resident pages all shared with it).
+        self.shim = shim
         self.limits = limits
         self.memory_cgroup = Path(memory_cgroup) if memory_cgroup else None
         self.pids_cgroup = Path(pids_cgroup) if pids_cgroup else None
@@ -127,7 +131,7 @@ class _Watchdog(threading.Thread):
                                "(a fork bomb?) and was stopped")
             elif self.memory_cgroup is None:
                 rss = 0
-                for proc in tree:
+                for proc in tree[1:] if self.shim else tree:
                     try:
                         rss += proc.memory_info().rss
                     except psutil.Error:
@@ -248,6 +252,7 @@ class _Worker:
         self.inp = proto_in
         self.token = ""  # made after the kernel seed is forked (the seed must not hold it)
         self.seed = None
+        self.kernel_has_shim = False
         self.nb = nbformat.v4.new_notebook()
         self.client = None
         self.watchdog: _Watchdog | None = None
@@ -395,6 +400,7 @@ class _Worker:
                 info.update(isolate_worker(self.workdir, self.job.get("allow_paths", []), self.limits))
                 config["drop_caps"] = True
                 config["pid_namespace"] = True
+                self.kernel_has_shim = True
                 info["processes"] = "own PID namespace, no capabilities"
             except OSError as exc:
                 info["namespaces"] = f"unavailable ({exc.strerror or exc})"
@@ -426,7 +432,7 @@ class _Worker:
         tampered: list[str] = []
         label = "the first cell"
         self.watchdog = _Watchdog(self.kernel_pid, self.limits, self.job.get("memory_cgroup", ""),
-                                  self.job.get("pids_cgroup", ""))
+                                  self.job.get("pids_cgroup", ""), shim=self.kernel_has_shim)
         try:
             with self.client.setup_kernel(env=env, cwd=str(self.workdir),
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):

@@ -17,6 +17,7 @@ import sys
 import types
 
 from autograder.grading.sandbox_isolation import close_fds_except
+from autograder.grading.sandbox_kernel import set_process_name
 
 
 def _preload(with_tf: bool) -> None:
@@ -111,6 +112,7 @@ def _become_worker(request: bytes, fds: list[int]) -> None:
     code = 1
     try:
         os.setsid()
+        set_process_name("ag-worker")
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for target, fd in zip((0, 1, 2), fds):
             os.dup2(fd, target)
@@ -148,6 +150,7 @@ def zygote_main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]  # the zygote's own folder (/), as ipykernel_launcher drops the kernel's
+    set_process_name("ag-zygote")
     before = dict(os.environ)
     _preload(argv[1:2] == ["tf"])
     from autograder.grading import sandbox_kernel

@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import ROOT, SOLUTIONS
+from tests.conftest import ROOT, SOLUTIONS, is_sandbox_kernel
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
 EXERCISE = "01_op_logs"  # a real exercise: TensorFlow, placement logs, no timed part (its messages are exact)
@@ -165,7 +165,7 @@ def _kernels_under(pid: int) -> list[psutil.Process]:
     found = []
     for proc in tree:
         try:
-            if "ipykernel_launcher" in " ".join(proc.cmdline()):
+            if is_sandbox_kernel(proc):
                 found.append(proc)
         except psutil.Error:
             continue

@@ -14,7 +14,7 @@ import pytest
 from autograder.grading import grade, sandbox
 from autograder.errors import UsageError
 from autograder.grading.results import Results, TestResult
-from tests.conftest import ROOT
+from tests.conftest import ROOT, is_sandbox_kernel
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
 
@@ -216,7 +216,7 @@ def test_killing_the_grader_leaves_no_sandbox_running(tmp_path, how):
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         tree = _descendants(proc.pid)
-        if any("ipykernel_launcher" in " ".join(p.cmdline()) for p in tree if p.is_running()):
+        if any(is_sandbox_kernel(p) for p in tree if p.is_running()):
             break
         time.sleep(0.2)
     else:
