@@ -21,7 +21,7 @@ cold ones (``AUTOGRADER_KERNELS=cold``: a fresh worker and kernel interpreter pe
 grader before warm workers), side by side.
 
 The figures go, with the machine, the commit graded with, the date and the load average
-before and after, to ``--json`` (default ``book/data/results/grading/mixed-batch-<host>-<date>.json``);
+before and after, to ``--json`` (default ``book/data/results/grading/mixed-batch-<host>-<date>T<hhmm>.json``: two runs a day keep both);
 the book's "Hardware and results" page shows every file there.
 """
 from __future__ import annotations
@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source-root", type=Path, default=ROOT / "solutions",
                         help="the notebooks nbclient executes (default: %(default)s)")
     parser.add_argument("--json", type=Path, help="where to write the figures (default: %(default)s)",
-                        default=GRADING_RESULTS / f"mixed-batch-{platform.node()}-{datetime.date.today()}.json")
+                        default=GRADING_RESULTS / f"mixed-batch-{platform.node()}-"
+                                                  f"{datetime.datetime.now():%Y-%m-%dT%H%M}.json")
     args = parser.parse_args(argv)
     trees = [t.resolve() for t in (args.tree or [ROOT])]
     kernels = args.kernels or ["warm"]
