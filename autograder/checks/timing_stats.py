@@ -113,10 +113,6 @@ class LookPlan:
     def first(self) -> int:
         return self.looks[0]
 
-    def next_look(self, n: int) -> int | None:
-        """The first look at ``n`` trials or after; None past the last."""
-        return next((look for look in self.looks if look >= n), None)
-
 
 @functools.lru_cache(maxsize=16)
 def look_plan(confidence: float = 0.95, looks: tuple[int, ...] = LOOKS) -> LookPlan:

@@ -44,6 +44,18 @@ def _preload(with_tf: bool) -> None:
             continue
 
 
+def runtime_started() -> bool:
+    """Whether TensorFlow's runtime (its eager context: devices, thread pools, a GPU's CUDA
+    context) has started in this process.  A zygote must fork before it does: each kernel
+    starts its own, as a fresh interpreter's would."""
+    if "tensorflow" not in sys.modules:
+        return False
+    from tensorflow.python.eager import context
+
+    made = getattr(context, "_context", None)  # looked at, not made: context.context() would make one
+    return made is not None and getattr(made, "_context_handle", None) is not None
+
+
 def _rehomed(value, old: str, new: str):
     """``value`` with a leading ``old`` replaced by ``new`` (strings only), else ``value``."""
     if isinstance(value, str) and (value == old or value.startswith(old + "/")):
@@ -156,6 +168,10 @@ def zygote_main(argv: list[str]) -> int:
     from autograder.grading import sandbox_kernel
 
     sandbox_kernel.PRELOADED_ENV.update({k: v for k, v in os.environ.items() if before.get(k) != v})
+    if runtime_started():
+        print("the zygote's imports started TensorFlow's runtime; a fork would share it (a GPU's "
+              "context cannot be): refusing to serve", file=sys.stderr, flush=True)
+        return 1
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped as they end
     sock.send(b"ready")
     while True:

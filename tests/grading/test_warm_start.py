@@ -282,3 +282,20 @@ def test_close_fds_except_keeps_exactly_what_it_is_told():
     fds = set(out.stdout.split())
     assert {"0", "1", "2"} <= fds, out.stderr
     assert len(fds - {"0", "1", "2"}) == 2, fds  # b, and the listing's own descriptor
+
+
+def test_the_zygote_forks_before_tensorflow_starts():
+    """What the zygote imports must not start TensorFlow's runtime (a GPU's CUDA context cannot
+    be shared by forks): it refuses to serve if it has; the check sees a started runtime."""
+    script = textwrap.dedent(f'''
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from autograder.grading import warm_zygote
+        warm_zygote._preload(True)
+        before = warm_zygote.runtime_started()
+        import tensorflow as tf
+        tf.constant(1.0) + 1
+        print("STARTED", before, warm_zygote.runtime_started())
+    ''')
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert "STARTED False True" in out.stdout, out.stderr[-2000:]
