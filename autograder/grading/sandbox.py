@@ -521,7 +521,8 @@ def _start_worker(workdir: Path, log, *, with_tf: bool):
     env = clean_env(workdir)
     if warm_start.enabled():
         try:
-            return warm_start.spawn(workdir, env, log, with_tf=with_tf)
+            return warm_start.spawn(workdir, env, log, with_tf=with_tf,
+                                    prefix=f"{SANDBOX_PREFIX}{os.getpid()}-zygote-")  # swept if we die
         except OSError as exc:
             log.write(f"warm worker unavailable, starting a cold one: {exc}\n".encode())
             log.flush()

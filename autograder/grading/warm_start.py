@@ -84,10 +84,11 @@ class WarmWorker:
 class Zygote:
     """One zygote process and the socket it takes requests on."""
 
-    def __init__(self, with_tf: bool, env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, with_tf: bool, env: dict[str, str], cwd: Path, prefix: str = "autograder-zygote-") -> None:
         """``env`` is a submission's in ``cwd``; the zygote's folders mirror it (see
-        :func:`~autograder.grading.warm_zygote.rehome`)."""
-        self.folder = Path(tempfile.mkdtemp(prefix="autograder-zygote-"))
+        :func:`~autograder.grading.warm_zygote.rehome`) in a folder named ``prefix...`` beside
+        ``cwd`` (the sandbox names it so that a dead grader's is swept like its sandboxes)."""
+        self.folder = Path(tempfile.mkdtemp(prefix=prefix, dir=cwd.parent))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         zygote_env = dict(env)
         for name in PER_SUBMISSION_ENV:
@@ -167,7 +168,8 @@ def _key(with_tf: bool, env: dict[str, str]) -> tuple:
     return with_tf, tuple(sorted((k, v) for k, v in env.items() if k not in PER_SUBMISSION_ENV))
 
 
-def spawn(cwd: Path, env: dict[str, str], stderr, *, with_tf: bool) -> WarmWorker:
+def spawn(cwd: Path, env: dict[str, str], stderr, *, with_tf: bool,
+          prefix: str = "autograder-zygote-") -> WarmWorker:
     """A worker forked by the zygote for this environment (started on first use).  OSError when
     no zygote can start or fork (the caller starts a cold worker instead)."""
     key = _key(with_tf, env)
@@ -177,7 +179,7 @@ def spawn(cwd: Path, env: dict[str, str], stderr, *, with_tf: bool) -> WarmWorke
             zygote.close()
             zygote = None
         if zygote is None:
-            zygote = Zygote(with_tf, env, cwd)
+            zygote = Zygote(with_tf, env, cwd, prefix)
         _ZYGOTES[key] = zygote
         evicted = [_ZYGOTES.pop(k) for k in list(_ZYGOTES)[:-MAX_ZYGOTES]]
     for old in evicted:

@@ -121,7 +121,7 @@ REMEMBERED = textwrap.dedent('''
                     pass
     ZYGOTE_PATHS = sorted({f"{name}: {s[:120]}" for name, module in list(_sys.modules.items())
                            for value in list(getattr(module, "__dict__", {}).values())
-                           for s in _strings(value) if "autograder-" + "zygote-" in s})  # not this cell's text
+                           for s in _strings(value) if "-" + "zygote-" in s})  # not this cell's own text
     import keras, matplotlib, tempfile, os
     HOMES = [keras.src.backend.config._KERAS_DIR, matplotlib.get_configdir(), matplotlib.get_cachedir(),
              tempfile.gettempdir()]
@@ -196,27 +196,34 @@ def test_a_grader_whose_zygote_cannot_start_grades_cold(tmp_path, monkeypatch):
 
 
 def test_a_zygote_ends_with_the_grader_that_started_it(tmp_path):
-    """A grader killed outright (no atexit, no cleanup) leaves no zygote or worker running."""
+    """A grader killed outright (no atexit, no cleanup) leaves no zygote or worker running, and the
+    next grader's sweep removes the zygote's folder with the dead grader's sandboxes."""
     script = textwrap.dedent(f'''
         import os, sys, tempfile
         from pathlib import Path
         sys.path.insert(0, {str(ROOT)!r})
         from autograder.grading import sandbox, warm_start
-        workdir = Path(tempfile.mkdtemp())
-        worker = warm_start.spawn(workdir, sandbox.clean_env(workdir), open(os.devnull, "wb"), with_tf=False)
+        workdir = Path(tempfile.mkdtemp(prefix=f"{{sandbox.SANDBOX_PREFIX}}{{os.getpid()}}-",
+                                        dir=sandbox._sandbox_parent()))
+        worker = warm_start.spawn(workdir, sandbox.clean_env(workdir), open(os.devnull, "wb"), with_tf=False,
+                                  prefix=f"{{sandbox.SANDBOX_PREFIX}}{{os.getpid()}}-zygote-")
         zygote = next(iter(warm_start._ZYGOTES.values()))
-        print(zygote.proc.pid, worker.pid, flush=True)
+        print(zygote.proc.pid, worker.pid, zygote.folder, flush=True)
         os._exit(0)
     ''')
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    pids = [int(p) for p in out.stdout.split()]
-    assert len(pids) == 2, out.stderr[-2000:]
+    words = out.stdout.split()
+    assert len(words) == 3, out.stderr[-2000:]
+    pids, folder = [int(p) for p in words[:2]], Path(words[2])
     deadline = time.monotonic() + 20
     alive = pids
     while alive and time.monotonic() < deadline:
         alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
         time.sleep(0.1)
     assert not alive, f"still running after their grader died: {alive}"
+    assert folder.is_dir()  # nobody cleaned up...
+    sandbox.sweep_stale()
+    assert not folder.exists()  # ...until the next grader's sweep
 
 
 def test_each_environment_has_its_own_zygote():
