@@ -29,12 +29,12 @@ import atexit
 import json
 import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 KERNELS_ENV = "AUTOGRADER_KERNELS"
@@ -155,8 +155,6 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        import shutil
-
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

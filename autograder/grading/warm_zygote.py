@@ -90,21 +90,21 @@ def rehome(old: str, new: str) -> int:
             continue
         for name, value in list(names.items()):
             if isinstance(value, str):
-                if _rehomed(value, old, new) is not value:
-                    names[name] = _rehomed(value, old, new)
+                if (moved := _rehomed(value, old, new)) is not value:
+                    names[name] = moved
                     changed += 1
             elif isinstance(value, list):
                 for i, item in enumerate(value):
-                    if _rehomed(item, old, new) is not item:
-                        value[i] = _rehomed(item, old, new)
+                    if (moved := _rehomed(item, old, new)) is not item:
+                        value[i] = moved
                         changed += 1
             elif type(value) is tuple and any(_rehomed(v, old, new) is not v for v in value):
                 names[name] = tuple(_rehomed(v, old, new) for v in value)
                 changed += 1
             elif isinstance(value, dict):
                 for key, item in list(value.items()):
-                    if _rehomed(item, old, new) is not item:
-                        dict.__setitem__(value, key, _rehomed(item, old, new))
+                    if (moved := _rehomed(item, old, new)) is not item:
+                        dict.__setitem__(value, key, moved)  # as stored: no validating __setitem__
                         changed += 1
             elif isinstance(value, types.FunctionType):
                 for cell in _closure_cells(value):
@@ -112,8 +112,8 @@ def rehome(old: str, new: str) -> int:
                         item = cell.cell_contents
                     except ValueError:  # an empty cell
                         continue
-                    if _rehomed(item, old, new) is not item:
-                        cell.cell_contents = _rehomed(item, old, new)
+                    if (moved := _rehomed(item, old, new)) is not item:
+                        cell.cell_contents = moved
                         changed += 1
     return changed
 

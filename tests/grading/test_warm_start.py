@@ -5,7 +5,6 @@ and a grader whose zygote cannot start still grades."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,6 @@ from pathlib import Path
 
 import nbformat
 import psutil
-import pytest
 
 from autograder.grading import sandbox, warm_start, warm_zygote
 from tests.conftest import ROOT
