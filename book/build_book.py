@@ -7,6 +7,11 @@ the code cell's number and its line in the file, and the error's last line)
 and the warnings that ``-W`` turned into errors.  It also prints how long the
 build took.  Usage: ``python book/build_book.py build . --builder html -W ...``
 (the arguments are jupyter-book's).
+
+Before a ``build``, the stale pages are executed into the execution cache
+``BOOK_JOBS`` at a time (default 2; see ``book/execute_ahead.py``), so the
+build itself only renders them.  ``BOOK_JOBS=1`` leaves every page to
+jupyter-book, one at a time.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ FAILED = re.compile(r"^(?P<path>\S+\.(?:md|ipynb)): WARNING: Executing notebook 
 CELL = re.compile(r"An error occurred while executing the following cell:\n-+\n(?P<source>.*?)\n-+\n", re.S)
 ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt)\w*(?::.*)?$")
 WARNING = re.compile(r"(?:WARNING|ERROR): ")
+EXECUTED_IN_BUILD = re.compile(r"Executing notebook using (?:local|temporary) CWD")
 # Kernel and TensorFlow start-up lines on the kernels' stderr: not Sphinx warnings.
 NOISE = ("[IPKernelApp]", "absl::InitializeLog")
 
@@ -89,12 +95,31 @@ def other_warnings(log: str) -> list[str]:
             if WARNING.search(line) and not FAILED.match(line) and not any(n in line for n in NOISE)]
 
 
+def run_ahead(argv: list[str]) -> list:
+    """For ``build PATH ...``: execute the stale pages ahead (``book/execute_ahead.py``); what ran."""
+    if len(argv) < 2 or argv[0] != "build":
+        return []
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import execute_ahead
+
+    jobs = execute_ahead.jobs_from_env()
+    root = Path(argv[1]).resolve()
+    out = Path(argv[argv.index("--path-output") + 1]).resolve() if "--path-output" in argv[:-1] else root
+    return execute_ahead.execute_ahead(root, out / "_build" / ".jupyter_cache", jobs,
+                                       log=lambda line: print(line, flush=True))
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python book/build_book.py build . --builder html [jupyter-book options]", file=sys.stderr)
         return 2
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     started = time.perf_counter()
+    try:
+        ahead = run_ahead(argv)
+    except ValueError as exc:
+        print(f"build_book: {exc}", file=sys.stderr)
+        return 2
     proc = subprocess.Popen([str(jupyter_book), *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, errors="replace")
     captured = []
@@ -104,10 +129,13 @@ def main(argv: list[str]) -> int:
         captured.append(ANSI.sub("", line))
     code = proc.wait()
     elapsed = time.perf_counter() - started
+    log = "".join(captured)
+    if argv[:1] == ["build"]:
+        print(f"{len(ahead)} page(s) executed ahead ({sum(r.seconds for r in ahead):.0f} s of execution); "
+              f"the build itself executed {len(EXECUTED_IN_BUILD.findall(log))}")
     if code == 0:
         print(f"book built in {elapsed:.0f} s")
         return 0
-    log = "".join(captured)
     print(f"\nbook build FAILED after {elapsed:.0f} s (jupyter-book exited {code}):", file=sys.stderr)
     cells = failures(log)
     for failure in cells:
