@@ -178,6 +178,14 @@ def _tf_meta(tag: str, body: Any, tensors: Any) -> Any:
     return tf.TensorShape(body)
 
 
+def _tf_constant(value: np.ndarray) -> Any:
+    """A tensor node rebuilt as a ``tf.constant``: TensorFlow is imported only when one arrives
+    (a NumPy-only kernel never pays its import for plain inputs)."""
+    import tensorflow as tf
+
+    return tf.constant(value)
+
+
 def loads(text: Any, *, tensors: bool = False) -> Any:
     """The value :func:`dumps` wrote as ``text``; :class:`BadData` for anything else.
 
@@ -189,13 +197,8 @@ def loads(text: Any, *, tensors: bool = False) -> Any:
         node = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise BadData(f"not JSON ({exc.__class__.__name__})") from None
-    make = None
-    if tensors:
-        import tensorflow as tf
-
-        make = tf.constant
     try:
-        return _decode(node, 0, make)
+        return _decode(node, 0, _tf_constant if tensors else None)
     except (ValueError, TypeError, RecursionError) as exc:
         if isinstance(exc, BadData):
             raise

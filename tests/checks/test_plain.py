@@ -42,6 +42,26 @@ def test_tensors_arrive_as_arrays_and_dtypes_as_names():
     assert isinstance(rebuilt["t"], tf.Tensor) and rebuilt["d"] is tf.float16
 
 
+def test_the_learners_side_imports_tensorflow_only_when_a_tensor_arrives():
+    """A NumPy-only kernel decodes the judge's plain inputs without paying TensorFlow's import
+    (seconds); a tensor node still comes back as a tf.Tensor."""
+    import subprocess
+    import sys
+
+    program = """
+import json, sys, numpy as np
+from autograder.checks import plain
+back = plain.loads(plain.dumps([1.5, np.arange(3.0), {"k": (2, b"x")}]), tensors=True)
+print("tensorflow" in sys.modules, type(back[1]).__name__)
+tensor = json.dumps({"tensor": json.loads(plain.dumps(np.arange(2.0)))["array"]})  # how a tf.Tensor travels
+back = plain.loads(tensor, tensors=True)
+print("tensorflow" in sys.modules, type(back).__name__)
+"""
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
+                         check=True).stdout.split("\n")
+    assert out[0] == "False ndarray" and out[1] == "True EagerTensor", out
+
+
 class _AlwaysEqual(str):
     def __eq__(self, other):
         return True

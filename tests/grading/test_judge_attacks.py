@@ -185,7 +185,9 @@ get_ipython().events.register("pre_run_cell", _ft.partial(_forge))
 }
 
 
-LIMITS = sandbox.Limits(cell_timeout_s=90, notebook_timeout_s=400)
+# A cell that hangs (reply-forging breaks the kernel's replies) costs the cell limit; every honest cell
+# here, the judged speed part included, ends in a few seconds.
+LIMITS = sandbox.Limits(cell_timeout_s=30, notebook_timeout_s=400)
 
 
 def _notebook(values: str, speed: str) -> nbformat.NotebookNode:
