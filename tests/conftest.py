@@ -20,6 +20,25 @@ def notebook_for(folder: Path, name: str) -> Path:
     return folder / name / f"{name}.ipynb"
 
 
+_TOGETHER: dict = {}
+
+
+def graded_together(request, grade, param: str = "name", workers: int = 2):
+    """``grade(value)`` for this test's ``param``.  The first time one is asked for, every
+    selected test of the same function is graded, ``workers`` at a time (as `grade --workers 2`
+    grades a class); each test then gets its own result, or its own exception."""
+    function = request.node.function
+    key = (function.__module__, function.__qualname__)
+    if key not in _TOGETHER:
+        from concurrent.futures import ThreadPoolExecutor
+
+        values = list(dict.fromkeys(item.callspec.params[param] for item in request.session.items
+                                    if getattr(item, "function", None) is function and hasattr(item, "callspec")))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            _TOGETHER[key] = {value: pool.submit(grade, value) for value in values}
+    return _TOGETHER[key][request.node.callspec.params[param]].result()
+
+
 def is_sandbox_kernel(proc) -> bool:
     """A sandboxed kernel: ``python -m ipykernel_launcher`` when cold, named ``ag-kernel`` when forked warm."""
     from autograder.grading.sandbox_kernel import WARM_KERNEL_NAME

@@ -1,5 +1,6 @@
 """Every assignment end to end: the solution scores full marks, the released
-exercise scores zero without crashing, and every case of the mutation
+exercise scores zero without crashing (each kind graded two at a time, as a class is), and
+every case of the mutation
 catalogue (``tests/wrong_answers``) gets exactly its expected per-part scores
 and feedback when graded the way ``python -m autograder grade`` grades it
 (sandboxed, hidden tests sent in cell by cell, feedback redacted)."""
@@ -17,7 +18,7 @@ import pytest
 from autograder.grading import feedback, sandbox
 from autograder.grading import notebook as nbtools
 from autograder.grading.check import check_notebook as run_notebook
-from tests.conftest import EXERCISES, SOLUTIONS, assignments, notebook_for
+from tests.conftest import EXERCISES, SOLUTIONS, assignments, graded_together, notebook_for
 from tests import wrong_answers
 
 pytestmark = pytest.mark.slow
@@ -104,9 +105,17 @@ def _scores(results) -> dict[str, float]:
     return {t.name: t.score for t in results.tests}
 
 
+def _check_solution(name: str):
+    return run_notebook(notebook_for(SOLUTIONS, name)).results
+
+
+def _check_exercise(name: str):
+    return run_notebook(notebook_for(EXERCISES, name), source=notebook_for(SOLUTIONS, name)).results
+
+
 @pytest.mark.parametrize("name", assignments())
-def test_solution_scores_full_marks(name):
-    results = run_notebook(notebook_for(SOLUTIONS, name)).results
+def test_solution_scores_full_marks(name, request):
+    results = graded_together(request, _check_solution)
     failed = {t.name: t.output for t in results.tests if t.score < t.max_score}
     assert not failed, f"{name}: solution lost points: {json.dumps(failed, indent=1)}"
     assert 3 <= len(results.tests) <= 6, f"{name}: an exercise has 3 to 6 graded parts, found {len(results.tests)}"
@@ -114,10 +123,10 @@ def test_solution_scores_full_marks(name):
 
 
 @pytest.mark.parametrize("name", assignments())
-def test_released_exercise_scores_zero_without_crashing(name):
+def test_released_exercise_scores_zero_without_crashing(name, request):
     path = notebook_for(EXERCISES, name)
     assert path.exists(), f"exercises/{name} is missing: run `make exercises`"
-    results = run_notebook(path, source=notebook_for(SOLUTIONS, name)).results
+    results = graded_together(request, _check_exercise)
     assert results.output == "", f"the exercise run stopped early: {results.output}"
     assert results.score == 0, f"{name}: the unanswered exercise scored {results.score}: {_scores(results)}"
     solution_parts = [p.grade_id for p in nbtools.graded_parts(nbtools.load(notebook_for(SOLUTIONS, name)))]

@@ -6,7 +6,8 @@ On a CPU, oneDNN changes the kernels a submission runs (``_MklMatMul`` or
 machine's setting; this module grades them again with the other one
 (``TF_ENABLE_ONEDNN_OPTS``, which the sandbox passes to the kernel), so one
 ``make test`` proves both settings on any machine, and checks that each
-kernel really ran with the setting asked for.
+kernel really ran with the setting asked for.  The first test of each kind grades all ten
+two at a time, with the other setting set (``other_setting`` is in force while it runs).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 from autograder.checks.hardware import ONEDNN_ENV, onednn_status
 from autograder.grading import notebook as nbtools
 from autograder.grading import pipeline
-from tests.conftest import EXERCISES, SOLUTIONS, assignments, notebook_for
+from tests.conftest import EXERCISES, SOLUTIONS, assignments, graded_together, notebook_for
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +45,8 @@ def other_setting(monkeypatch):
 
 
 @pytest.mark.parametrize("name", assignments())
-def test_solution_scores_full_marks_with_the_other_onednn_setting(name, other_setting):
-    results = check_notebook(notebook_for(SOLUTIONS, name))
+def test_solution_scores_full_marks_with_the_other_onednn_setting(name, other_setting, request):
+    results = graded_together(request, lambda n: check_notebook(notebook_for(SOLUTIONS, n)))
     assert _graded_with(results) is other_setting, f"the kernel ran with oneDNN {_graded_with(results)}"
     failed = {t.name: t.output for t in results.tests if t.score < t.max_score}
     assert not failed, f"{name} with {ONEDNN_ENV}={OTHER}: solution lost points: {json.dumps(failed, indent=1)}"
@@ -53,10 +54,11 @@ def test_solution_scores_full_marks_with_the_other_onednn_setting(name, other_se
 
 
 @pytest.mark.parametrize("name", assignments())
-def test_released_exercise_scores_zero_with_the_other_onednn_setting(name, other_setting):
+def test_released_exercise_scores_zero_with_the_other_onednn_setting(name, other_setting, request):
     path = notebook_for(EXERCISES, name)
     assert path.exists(), f"exercises/{name} is missing: run `make exercises`"
-    results = check_notebook(path, source=notebook_for(SOLUTIONS, name))
+    results = graded_together(request, lambda n: check_notebook(notebook_for(EXERCISES, n),
+                                                                source=notebook_for(SOLUTIONS, n)))
     assert _graded_with(results) is other_setting, f"the kernel ran with oneDNN {_graded_with(results)}"
     assert results.output == "", f"the exercise run stopped early: {results.output}"
     assert results.score == 0, f"{name} with {ONEDNN_ENV}={OTHER}: the unanswered exercise scored {results.score}"
