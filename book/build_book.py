@@ -22,7 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import execute_ahead  # noqa: E402  (book/ is not a package)
+
 FAILED = re.compile(r"^(?P<path>\S+\.(?:md|ipynb)): WARNING: Executing notebook failed: (?P<kind>\w+)")
 CELL = re.compile(r"An error occurred while executing the following cell:\n-+\n(?P<source>.*?)\n-+\n", re.S)
 ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt)\w*(?::.*)?$")
@@ -99,9 +101,6 @@ def run_ahead(argv: list[str]) -> list:
     """For ``build PATH ...``: execute the stale pages ahead (``book/execute_ahead.py``); what ran."""
     if len(argv) < 2 or argv[0] != "build":
         return []
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import execute_ahead
-
     jobs = execute_ahead.jobs_from_env()
     root = Path(argv[1]).resolve()
     out = Path(argv[argv.index("--path-output") + 1]).resolve() if "--path-output" in argv[:-1] else root
@@ -126,7 +125,7 @@ def main(argv: list[str]) -> int:
     assert proc.stdout is not None
     for line in proc.stdout:
         sys.stdout.write(line)
-        captured.append(ANSI.sub("", line))
+        captured.append(execute_ahead.ANSI.sub("", line))
     code = proc.wait()
     elapsed = time.perf_counter() - started
     log = "".join(captured)

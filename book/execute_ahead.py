@@ -22,7 +22,6 @@ import dataclasses
 import os
 import re
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -37,7 +36,6 @@ class Ran:
 
     page: str
     seconds: float
-    started: float  # time.monotonic() at its start, for the log and the tests
     error: str | None = None  # the error's last line when the page failed (not cached)
 
 
@@ -62,8 +60,6 @@ def book_pages(root: Path) -> list[Path]:
                 if entry.get("file"):
                     names.append(entry["file"])
                 walk(entry.get("chapters") or entry.get("sections"))
-                for part in entry.get("parts") or []:
-                    walk(part.get("chapters"))
 
     walk(toc.get("chapters"))
     for part in toc.get("parts") or []:
@@ -128,7 +124,7 @@ def stale_pages(root: Path, cache_dir: Path) -> list[tuple[Path, object, float]]
     return stale
 
 
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # colours in kernel tracebacks and jupyter-book's log
 
 
 def _last_line(text: str) -> str:
@@ -153,15 +149,14 @@ def execute_ahead(root: Path, cache_dir: Path, jobs: int, log=print) -> list[Ran
 
     def run(item):
         page, notebook, _ = item
-        started = time.monotonic()
         with _working_folder(page, settings["in_temp"]) as cwd:
             result = single_nb_execution(notebook, cwd=cwd, timeout=settings["timeout"],
                                          allow_errors=settings["allow_errors"], meta_override=True)
-        return page, notebook, result, started
+        return page, notebook, result
 
     with ThreadPoolExecutor(jobs) as pool:  # kernels are processes: threads only wait on them
         for done in as_completed([pool.submit(run, item) for item in stale]):
-            page, notebook, result, started = done.result()
+            page, notebook, result = done.result()
             shown = page.relative_to(root) if page.is_relative_to(root) else page
             if result.err is None:  # the cache is written from this thread only
                 cache.cache_notebook_bundle(CacheBundleIn(notebook, str(page), data={"execution_seconds": result.time}),
@@ -169,7 +164,7 @@ def execute_ahead(root: Path, cache_dir: Path, jobs: int, log=print) -> list[Ran
                 log(f"  {shown}: executed in {result.time:.0f} s")
             else:
                 log(f"  {shown}: FAILED after {result.time:.0f} s; the build runs it again and names the cell")
-            ran.append(Ran(str(shown), result.time, started,
+            ran.append(Ran(str(shown), result.time,
                            None if result.err is None else _last_line(result.exc_string or str(result.err))))
     return ran
 

@@ -70,6 +70,12 @@ from autograder.judge import protocol  # noqa: E402
 MAX_NOTEBOOK_BYTES = 200 * 1024 * 1024
 KERNEL_NAME = "autograder-sandbox"
 SANDBOX_PREFIX = "autograder-sandbox-"  # + the grader's pid: a dead grader's leftovers can be found
+
+
+def zygote_prefix() -> str:
+    """How this grader's warm zygote folders are named: like its sandboxes, so that a dead
+    grader's are swept with them (:func:`sweep_stale`)."""
+    return f"{SANDBOX_PREFIX}{os.getpid()}-zygote-"
 CGROUP_PREFIX = "autograder-"
 KERNEL_CONFIG_ENV = "AUTOGRADER_SANDBOX_KERNEL"
 # Passed through to the kernel from the grader's environment; nothing else is.
@@ -521,8 +527,7 @@ def _start_worker(workdir: Path, log, *, with_tf: bool):
     env = clean_env(workdir)
     if warm_start.enabled():
         try:
-            return warm_start.spawn(workdir, env, log, with_tf=with_tf,
-                                    prefix=f"{SANDBOX_PREFIX}{os.getpid()}-zygote-")  # swept if we die
+            return warm_start.spawn(workdir, env, log, with_tf=with_tf, prefix=zygote_prefix())
         except OSError as exc:
             log.write(f"warm worker unavailable, starting a cold one: {exc}\n".encode())
             log.flush()

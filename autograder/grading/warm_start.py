@@ -84,7 +84,7 @@ class WarmWorker:
 class Zygote:
     """One zygote process and the socket it takes requests on."""
 
-    def __init__(self, with_tf: bool, env: dict[str, str], cwd: Path, prefix: str = "autograder-zygote-") -> None:
+    def __init__(self, with_tf: bool, env: dict[str, str], cwd: Path, prefix: str) -> None:
         """``env`` is a submission's in ``cwd``; the zygote's folders mirror it (see
         :func:`~autograder.grading.warm_zygote.rehome`) in a folder named ``prefix...`` beside
         ``cwd`` (the sandbox names it so that a dead grader's is swept like its sandboxes)."""
@@ -166,10 +166,10 @@ def _key(with_tf: bool, env: dict[str, str]) -> tuple:
     return with_tf, tuple(sorted((k, v) for k, v in env.items() if k not in PER_SUBMISSION_ENV))
 
 
-def spawn(cwd: Path, env: dict[str, str], stderr, *, with_tf: bool,
-          prefix: str = "autograder-zygote-") -> WarmWorker:
-    """A worker forked by the zygote for this environment (started on first use).  OSError when
-    no zygote can start or fork (the caller starts a cold worker instead)."""
+def spawn(cwd: Path, env: dict[str, str], stderr, *, with_tf: bool, prefix: str) -> WarmWorker:
+    """A worker forked by the zygote for this environment (started on first use; its folder is
+    named ``prefix...``).  OSError when no zygote can start or fork (the caller starts a cold
+    worker instead)."""
     key = _key(with_tf, env)
     with _LOCK:
         zygote = _ZYGOTES.pop(key, None)

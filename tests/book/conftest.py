@@ -3,6 +3,7 @@ builds it (book/build_book.py: stale pages executed two at a time, then jupyter-
 execution cache makes a rebuild of unchanged chapters take seconds)."""
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+
+
+def load_book_script(name: str):
+    """``book/<name>.py`` as a module (book/ is not a package), registered in sys.modules
+    (dataclasses look their module up there)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "book" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

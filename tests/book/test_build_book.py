@@ -1,15 +1,9 @@
 """book/build_book.py: a failed book build names the chapter, the cell and the error."""
 from __future__ import annotations
 
-import importlib.util
-import sys
+from tests.book.conftest import load_book_script
 
-from tests.conftest import ROOT
-
-spec = importlib.util.spec_from_file_location("build_book", ROOT / "book" / "build_book.py")
-build_book = importlib.util.module_from_spec(spec)
-sys.modules["build_book"] = build_book  # dataclasses look their module up there
-spec.loader.exec_module(build_book)
+build_book = load_book_script("build_book")
 
 CHAPTER = """---
 jupytext:

@@ -7,27 +7,19 @@ fails outright and must not be cached.
 """
 from __future__ import annotations
 
-import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from tests.book.conftest import load_book_script
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "book" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-execute_ahead = _load("execute_ahead")
+execute_ahead = load_book_script("execute_ahead")
 
 PAGE = """---
 jupytext:
@@ -137,6 +129,4 @@ def test_a_bad_book_jobs_is_one_line_that_says_what_to_set(tmp_path, value):
 
 
 def _env() -> dict:
-    import os
-
     return {k: v for k, v in os.environ.items() if k != "BOOK_JOBS"}

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import nbformat
@@ -88,8 +87,7 @@ def test_a_correct_submission_scores_full_marks_and_leaves_nothing(tmp_path, iso
     assert results.output == ""
     # Nothing of the submission is left; the grader's own warm zygote (kept for the next
     # submission) may have made its folder here, named with this process's pid.
-    zygote = f"{sandbox.SANDBOX_PREFIX}{os.getpid()}-zygote-"
-    assert [p.name for p in parent.iterdir() if not p.name.startswith(zygote)] == []
+    assert [p.name for p in parent.iterdir() if not p.name.startswith(sandbox.zygote_prefix())] == []
     if isolate and "namespaces" not in results.sandbox:
         assert results.sandbox["network"].startswith("namespace")
         assert results.sandbox["hidden"] == ["everything not on the allowlist"]

@@ -204,7 +204,7 @@ def test_a_zygote_ends_with_the_grader_that_started_it(tmp_path):
         workdir = Path(tempfile.mkdtemp(prefix=f"{{sandbox.SANDBOX_PREFIX}}{{os.getpid()}}-",
                                         dir=sandbox._sandbox_parent()))
         worker = warm_start.spawn(workdir, sandbox.clean_env(workdir), open(os.devnull, "wb"), with_tf=False,
-                                  prefix=f"{{sandbox.SANDBOX_PREFIX}}{{os.getpid()}}-zygote-")
+                                  prefix=sandbox.zygote_prefix())
         zygote = next(iter(warm_start._ZYGOTES.values()))
         print(zygote.proc.pid, worker.pid, zygote.folder, flush=True)
         os._exit(0)
