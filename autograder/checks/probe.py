@@ -90,7 +90,9 @@ def serve(token: str, request_text: str) -> None:
     """The cell the sandbox worker runs for one request: the response on one line after ``token``."""
     from IPython import get_ipython
 
-    print(token + handle(request_text, get_ipython().user_ns), flush=True)
+    # One write, newline included: TensorFlow's placer lines reach the same stream
+    # from another thread and could otherwise land between the answer and its newline.
+    print(token + handle(request_text, get_ipython().user_ns) + "\n", end="", flush=True)
 
 
 def parse_response(text: Any) -> Any:

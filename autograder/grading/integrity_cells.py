@@ -39,7 +39,7 @@ def bootstrap_source(token: str, *, hidden_dirs: list[str], include_tf: bool, al
         "    # Last, so that nothing above runs under it; still before any learner cell.\n"
         "    from autograder.checks import kernel_guard\n"
         f"    snap.hooks['refused'] = kernel_guard.install(learner_dirs={list(writable)!r})\n"
-        f"    print({token!r} + 'ready' + json.dumps(profile), flush=True)\n"
+        f"    print({token!r} + 'ready' + json.dumps(profile) + '\\n', end='', flush=True)  # one write\n"
         "_autograder_bootstrap()\n"
         "del _autograder_bootstrap\n"
     )
@@ -52,7 +52,7 @@ def verify_source(token: str, names: list[str] | None = None, *, freeze: list[st
     With ``freeze``, it first records what those names refer to: the locked
     cell ``label`` (or a test cell) just bound them."""
     return (f"print({token!r} + __import__('builtins').__dict__['_autograder_{token}']({names!r}, "
-            f"{freeze!r}, {label!r}), flush=True)\n")
+            f"{freeze!r}, {label!r}) + '\\n', end='', flush=True)\n")
 
 
 def global_names(source: str) -> list[str] | None:
@@ -72,15 +72,12 @@ def global_names(source: str) -> list[str] | None:
 
 def parse_report(text: str, token: str) -> list[str]:
     """The problems a verify cell printed; a missing or garbled answer is itself a problem."""
-    for line in text.splitlines():
-        if line.startswith(token):
-            try:
-                problems = json.loads(line[len(token):])
-            except json.JSONDecodeError:
-                break
-            if isinstance(problems, list):
-                return [str(p) for p in problems]
-            break
+    from autograder.grading.runner import after_token
+
+    found = after_token(text, token)
+    problems = json.loads(found) if found is not None else None
+    if isinstance(problems, list):
+        return [str(p) for p in problems]
     return ["the grader's integrity check did not answer (print, builtins or the kernel's output were changed)"]
 
 

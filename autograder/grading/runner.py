@@ -13,6 +13,7 @@ The sandbox worker calls :func:`score_test` for every test cell; ``check``,
 """
 from __future__ import annotations
 
+import json
 import re
 import secrets
 
@@ -38,6 +39,24 @@ def _without_log_lines(text: str) -> str:
     from autograder.checks.placement import is_placement_line
 
     return "".join(line for line in text.splitlines(keepends=True) if not is_placement_line(line))
+
+
+def after_token(text: str, token: str) -> str | None:
+    """The JSON value a grader cell printed right after ``token`` in ``text``, or None.
+
+    TensorFlow's placer writes to fd 1 from its own threads and ipykernel forwards
+    those bytes into the same stream in 1000-byte chunks, so half a log line can
+    come just before the answer, or a whole one just after it on the same line.
+    The token is found anywhere and only the one JSON value after it is taken."""
+    at = text.find(token)
+    if at < 0:
+        return None
+    start = at + len(token)
+    try:
+        _, end = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return None
+    return text[start:end]
 
 
 def stdout_of(cell) -> str:

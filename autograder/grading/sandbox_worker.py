@@ -311,9 +311,9 @@ class _Worker:
         if index in self.client.timed_out:
             return protocol.ProbeResult(_probe_error(
                 "Timeout", f"your code ran longer than {self.limits.cell_timeout_s:g} s and was stopped"), wall)
-        for line in runner.stdout_of(cell).splitlines():
-            if line.startswith(token):
-                return protocol.ProbeResult(line[len(token):], wall)
+        answer = runner.after_token(runner.stdout_of(cell), token)
+        if answer is not None:
+            return protocol.ProbeResult(answer, wall)
         if index in self.client.overflowed:
             return protocol.ProbeResult(_probe_error(
                 "Output", f"your code printed more than {self.limits.output_kb} KB; print less"), wall)
@@ -441,10 +441,10 @@ class _Worker:
                     self.token, hidden_dirs=self.job["hidden_dirs"], include_tf=self.job["include_tf"],
                     allow=self.job.get("keep_paths", []), writable=[str(self.workdir)]),
                     timeout=max(120.0, self.limits.cell_timeout_s), store_history=False)
-                ready = [line for line in runner.stdout_of(boot).splitlines() if line.startswith(self.token + "ready")]
-                if not ready:
+                ready = runner.after_token(runner.stdout_of(boot), self.token + "ready")
+                if ready is None:
                     raise RuntimeError("the grader's bootstrap cell failed: " + _error_text(boot))
-                self.profile = json.loads(ready[0][len(self.token + "ready"):] or "null")
+                self.profile = json.loads(ready)
                 for spec in self.job["cells"]:
                     label = spec["label"]
                     if spec["kind"] in ("code", "locked"):

@@ -59,3 +59,31 @@ def test_judge_here_uses_the_judge_when_there_is_one(monkeypatch):
     monkeypatch.setattr(probe, "JUDGE_LEARNER", probe.Learner())
     probe.judge_here(lambda learner: seen.append(type(learner)), {})
     assert seen == [probe.InKernelLearner, probe.Learner]
+
+
+def test_serve_prints_its_answer_in_one_write_newline_included(monkeypatch, capsys):
+    # Two writes (answer, then newline) would let TensorFlow's placer lines, forwarded
+    # into the same stream from another thread, land between them.
+    import sys
+
+    import IPython
+
+    class Shell:
+        user_ns = _namespace()
+
+    writes = []
+
+    class Recorder:
+        def write(self, text):
+            writes.append(text)
+            return len(text)
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
+    monkeypatch.setattr(sys, "stdout", Recorder())
+    probe.serve("TOK", json.dumps({"op": "call", "code": "double", "args": plain.dumps(((3,), {}))}))
+    answer = [w for w in writes if w]
+    assert len(answer) == 1 and answer[0].startswith("TOK") and answer[0].endswith("\n")
+    assert probe.parse_response(answer[0][3:-1]).tolist() == 6

@@ -185,6 +185,22 @@ get_ipython().events.register("pre_run_cell", _ft.partial(_forge))
 }
 
 
+# A right answer that writes placer lines to fd 1 on every call, as TensorFlow's C++ placer
+# does once placement logging is on.  ipykernel forwards fd 1 into the same stream as the
+# grader's answers from its own thread, in chunks that can end mid-line, and later than the
+# write: noise is not a wrong answer.
+NOISY_VALUES = '''import os as _os
+def scaled_sum(a, b):
+    _os.write(1, b"Executing op AddV2 in device /job:localhost/replica:0/task:0/device:CPU:0\\n" * 7)
+    return SCALE * (np.asarray(a) + np.asarray(b))
+'''
+NOISY_SPEED = '''import os as _os
+def fast_pair_energy(x):
+    _os.write(1, b"Executing op Sum in device /job:localhost/replica:0/task:0/device:CPU:0\\n" * 7)
+    return np.float64(((x[:, None] - x[None, :]) ** 2).sum())
+'''
+
+
 # A cell that hangs (reply-forging breaks the kernel's replies) costs the cell limit; every honest cell
 # here, the judged speed part included, ends in a few seconds.
 LIMITS = sandbox.Limits(cell_timeout_s=30, notebook_timeout_s=400)
@@ -214,7 +230,8 @@ def graded(tmp_path_factory):
     source = root / "source" / "tiny.ipynb"
     source.parent.mkdir()
     nbformat.write(_notebook(RIGHT_VALUES, RIGHT_SPEED), source)
-    submissions = {"right": (RIGHT_VALUES, RIGHT_SPEED), "wrong": (WRONG_VALUES, WRONG_SPEED)}
+    submissions = {"right": (RIGHT_VALUES, RIGHT_SPEED), "wrong": (WRONG_VALUES, WRONG_SPEED),
+                   "right-amid-placer-noise": (NOISY_VALUES, NOISY_SPEED)}
     for channel, attack in ATTACKS.items():
         submissions[channel] = (attack + WRONG_VALUES, attack + WRONG_SPEED)
     paths = {}
@@ -234,6 +251,12 @@ def graded(tmp_path_factory):
 
 def test_the_right_answer_takes_full_marks(graded):
     assert {k: v[0] for k, v in graded["right"].items()} == {"test-values": 2.0, "test-speed": 2.0}, graded["right"]
+
+
+def test_placer_lines_on_fd_1_around_the_answers_do_not_cost_marks(graded):
+    got = graded["right-amid-placer-noise"]
+    assert {k: v[0] for k, v in got.items()} == {"test-values": 2.0, "test-speed": 2.0}, got
+    assert all("Executing op" not in output for _, output in got.values()), got
 
 
 def test_the_wrong_answer_alone_scores_zero(graded):

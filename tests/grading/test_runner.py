@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import nbformat
+import pytest
 
 from autograder.grading import runner
 
@@ -54,3 +55,21 @@ def test_with_sentinel_appends_a_top_level_print():
     source = runner.with_sentinel("for i in range(2):\n    x = i\n", SENTINEL)
     assert source.endswith(f"print({SENTINEL!r}, flush=True)\n")
     compile(source, "<test>", "exec")
+
+
+PLACER = "Executing op MatMul in device /job:localhost/replica:0/task:0/device:CPU:0\n"
+
+
+@pytest.mark.parametrize("stdout", [
+    'TOK{"ok": "[1]"}\n',
+    PLACER + 'TOK{"ok": "[1]"}\n' + PLACER,
+    'TOK{"ok": "[1]"}' + PLACER,  # a placer line forwarded between the answer and its newline
+    PLACER[:25] + 'TOK{"ok": "[1]"}\n' + PLACER[25:],  # the fd chunk ended mid-line
+])
+def test_after_token_takes_the_json_value_whatever_the_placer_printed_around_it(stdout):
+    assert runner.after_token(stdout, "TOK") == '{"ok": "[1]"}'
+
+
+@pytest.mark.parametrize("stdout", ["", 'OTHER{"ok": "[1]"}\n', "TOK not json\n", 'TOK{"ok": \n'])
+def test_after_token_is_none_without_a_whole_json_value_after_the_token(stdout):
+    assert runner.after_token(stdout, "TOK") is None
