@@ -223,11 +223,19 @@ def serve(sock: socket.socket, child: Callable[[bytes, list[int]], None]) -> int
         os.close(pidfd)
 
 
-def zygote_socket(argv: list[str]) -> socket.socket:
-    """The request socket a zygote was started with (``argv[0]``), its own folder off ``sys.path``."""
+def run_zygote(argv: list[str], name: str, preload: Callable[[], None],
+               child: Callable[[bytes, list[int]], None], preloaded_env: dict[str, str]) -> int:
+    """A zygote's life: its request socket is descriptor ``argv[0]``; named ``name``, it runs
+    ``preload()`` (what that sets in ``os.environ`` goes into ``preloaded_env``, for the
+    children), then forks ``child`` per request (:func:`serve`)."""
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]  # the zygote's own folder (/), as ipykernel_launcher drops the kernel's
-    return socket.socket(fileno=int(argv[0]))
+    sock = socket.socket(fileno=int(argv[0]))
+    set_process_name(name)
+    before = dict(os.environ)
+    preload()
+    preloaded_env.update({k: v for k, v in os.environ.items() if before.get(k) != v})
+    return serve(sock, child)
 
 
 # --- the grader's side ------------------------------------------------------------------------

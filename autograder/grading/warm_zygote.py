@@ -9,11 +9,10 @@ submission's data reaches this process.
 """
 from __future__ import annotations
 
-import os
 import sys
 
-from autograder.forking import become_child, rehome, run_child, runtime_started, serve, zygote_socket  # noqa: F401
-from autograder.forking import set_process_name
+from autograder.forking import rehome, runtime_started  # noqa: F401  (their names here, for the tests)
+from autograder.forking import become_child, run_child, run_zygote
 
 
 def _preload(with_tf: bool) -> None:
@@ -55,14 +54,10 @@ def _become_worker(request: bytes, fds: list[int]) -> None:
 
 def zygote_main(argv: list[str]) -> int:
     """Preload, then fork a worker for each request on the socket ``argv[0]`` until it closes."""
-    sock = zygote_socket(argv)
-    set_process_name("ag-zygote")
-    before = dict(os.environ)
-    _preload(argv[1:2] == ["tf"])
     from autograder.grading import sandbox_kernel
 
-    sandbox_kernel.PRELOADED_ENV.update({k: v for k, v in os.environ.items() if before.get(k) != v})
-    return serve(sock, _become_worker)
+    return run_zygote(argv, "ag-zygote", lambda: _preload(argv[1:2] == ["tf"]), _become_worker,
+                      sandbox_kernel.PRELOADED_ENV)
 
 
 if __name__ == "__main__":

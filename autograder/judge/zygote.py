@@ -9,10 +9,9 @@ assignment and no submission: the locked cells reach each judge on its own stdin
 """
 from __future__ import annotations
 
-import os
 import sys
 
-from autograder.forking import become_child, run_child, serve, set_process_name, zygote_socket
+from autograder.forking import become_child, run_child, run_zygote
 
 _PRELOADED_ENV: dict[str, str] = {}  # what the imports put in os.environ (TensorFlow sets a few)
 
@@ -43,12 +42,7 @@ def _become_judge(request: bytes, fds: list[int]) -> None:
 
 def zygote_main(argv: list[str]) -> int:
     """Preload, then fork a judge for each request on the socket ``argv[0]`` until it closes."""
-    sock = zygote_socket(argv)
-    set_process_name("ag-judge-zygote")
-    before = dict(os.environ)
-    _preload(argv[1:2] == ["tf"])
-    _PRELOADED_ENV.update({k: v for k, v in os.environ.items() if before.get(k) != v})
-    return serve(sock, _become_judge)
+    return run_zygote(argv, "ag-judge-zygote", lambda: _preload(argv[1:2] == ["tf"]), _become_judge, _PRELOADED_ENV)
 
 
 if __name__ == "__main__":
