@@ -5,13 +5,18 @@ zygote cannot start still judges."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+import textwrap
 import time
 
+import psutil
 import pytest
 
 from autograder import forking
 from autograder.judge import client
+from tests.conftest import ROOT
 
 # A hidden test that prints what the judge process is.
 FACTS = '''
@@ -64,3 +69,27 @@ def test_a_judge_zygote_that_cannot_start_leaves_a_fresh_judge(monkeypatch):
     monkeypatch.setattr(client, "_start_zygote", refuse)
     kind, facts = _facts(["SCALE = 2.0"])
     assert kind is subprocess.Popen and facts["isolated"] == 1
+
+
+def test_a_judge_zygote_and_its_judges_end_with_the_grader(tmp_path):
+    """A grader killed outright (no atexit) leaves no judge zygote or judge running."""
+    script = textwrap.dedent(f'''
+        import os, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from autograder.judge import client
+        judge = client.Judge(["SCALE = 2.0"], [])
+        judge.wait_ready(time.monotonic() + 120)
+        zygote = next(iter(client._ZYGOTES.zygotes.values()))
+        print(zygote.proc.pid, judge.proc.pid, flush=True)
+        os._exit(0)
+    ''')
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         env={**os.environ, forking.KERNELS_ENV: "warm"})
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2, out.stderr[-2000:]
+    deadline = time.monotonic() + 20
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        time.sleep(0.1)
+    assert not alive, f"still running after their grader died: {alive}"
