@@ -61,7 +61,7 @@ def test_judge_here_uses_the_judge_when_there_is_one(monkeypatch):
     assert seen == [probe.InKernelLearner, probe.Learner]
 
 
-def test_serve_prints_its_answer_in_one_write_newline_included(monkeypatch, capsys):
+def test_serve_prints_its_answer_in_one_write_newline_included(monkeypatch):
     # Two writes (answer, then newline) would let TensorFlow's placer lines, forwarded
     # into the same stream from another thread, land between them.
     import sys
