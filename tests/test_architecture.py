@@ -13,11 +13,12 @@ PACKAGE = ROOT / "autograder"
 ROLES = ("checks", "judge", "grading", "course")
 # Top-level modules: the package marker, ``python -m autograder``, the one CLI, and two
 # shared leaves every role may use.
-TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py"}
+TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py", "forking.py"}
+LEAVES = ("autograder.errors", "autograder.atomic", "autograder.forking")
 # Process entry points the grader itself starts (not commands a person types).
 INTERNAL_ENTRY_POINTS = {"autograder.grading.sandbox_worker", "autograder.checks.placement_boot",
                          "autograder.checks.savedmodel", "autograder.judge.process",
-                         "autograder.grading.warm_zygote"}
+                         "autograder.grading.warm_zygote", "autograder.judge.zygote"}
 MAX_FUNCTION_LINES = 80
 
 
@@ -89,6 +90,12 @@ def test_no_import_cycles():
 def test_the_cycle_finder_finds_one():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_leaves_import_nothing_of_the_package():
+    graph = import_graph()
+    for name in LEAVES:
+        assert graph[name] == set(), f"{name} is a leaf (every role imports it) but imports {sorted(graph[name])}"
 
 
 def test_checks_never_import_the_engine_or_the_course_tools():

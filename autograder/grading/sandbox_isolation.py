@@ -15,6 +15,7 @@ import socket
 import struct
 from pathlib import Path
 
+from autograder.forking import close_fds_except  # noqa: F401  (the sandbox's forks use it from here)
 from autograder.grading.limits import Limits
 
 
@@ -33,20 +34,6 @@ def _check(result: int, what: str) -> None:
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = lambda s: s.encode() if s is not None else None  # noqa: E731
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
-
-
-def close_fds_except(keep: set[int]) -> None:
-    """Close every descriptor of this process but ``keep`` (a forked child's first act).
-
-    (Never ``closerange(n, n)``: CPython passes an empty range on to ``close_range`` as
-    ``[n, UINT_MAX]``, which closes everything.)"""
-    edges = sorted(fd for fd in keep if fd >= 0)
-    low = 0
-    for fd in edges:
-        if low < fd:
-            os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
 
 
 def _loopback_up() -> None:

@@ -21,6 +21,7 @@ import signal
 import struct
 import sys
 
+from autograder.forking import set_process_name
 from autograder.grading.sandbox import KERNEL_CONFIG_ENV
 from autograder.grading.sandbox_isolation import (
     CLONE_NEWNS, CLONE_NEWPID, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC, _check, _libc, _mount,
@@ -111,11 +112,6 @@ def kernel_main(argv: list[str]) -> int:
 # --- the warm kernel: forked, not exec'd --------------------------------------------------
 
 WARM_KERNEL_NAME = "ag-kernel"
-
-
-def set_process_name(name: str) -> None:
-    """This process's name as ps and psutil show it (``PR_SET_NAME``, 15 bytes at most)."""
-    _libc.prctl(15, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
 
 
 PRELOADED_ENV: dict[str, str] = {}  # what the zygote's imports put in os.environ (TensorFlow sets a few)

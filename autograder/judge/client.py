@@ -17,6 +17,7 @@ submission of the same assignment skips TensorFlow's import and the locked cells
 from __future__ import annotations
 
 import atexit
+import os
 import queue
 import re
 import shutil
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from autograder import forking
 from autograder.checks import clean_subprocess
 from autograder.judge import protocol as p
 
@@ -60,8 +62,11 @@ class JudgeFailed(RuntimeError):
 
 
 def _reader(stream, out: queue.Queue) -> None:
-    for line in iter(stream.readline, b""):
-        out.put(line.decode("utf-8", "replace"))
+    try:
+        for line in iter(stream.readline, b""):
+            out.put(line.decode("utf-8", "replace"))
+    except (OSError, ValueError):  # closed under it: the judge has ended
+        pass
     out.put(None)
 
 
@@ -77,10 +82,7 @@ class Judge:
             elif Path(path).is_file():
                 shutil.copy2(path, target)
         self.log = open(self.folder.with_name(self.folder.name + ".log"), "wb")
-        self.proc = subprocess.Popen(
-            clean_subprocess.python_argv("autograder.judge.process"), stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self.log, cwd=self.folder, start_new_session=True,
-            env=clean_subprocess.clean_env({"HOME": str(self.folder), "MPLBACKEND": "Agg"}))
+        self.proc = _start_process(self.folder, self.log, with_tf=any("tensorflow" in cell for cell in cells))
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=_reader, args=(self.proc.stdout, self.lines), daemon=True).start()
         self._send(p.Start(list(cells), str(self.folder)))
@@ -91,7 +93,7 @@ class Judge:
         try:
             self.proc.stdin.write(p.encode(message).encode())
             self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+        except (OSError, ValueError):  # ValueError: a forked judge's pipes are closed once it has ended
             raise JudgeFailed("the judge process stopped") from None
 
     def _next(self, deadline: float, *expected: type):
@@ -146,6 +148,31 @@ class Judge:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def _start_process(folder: Path, log, *, with_tf: bool):
+    """A judge process in ``folder``: forked by the judge zygote of this environment (TensorFlow
+    already imported when ``with_tf``), or a fresh interpreter when warm starts are off or the
+    zygote cannot start or fork."""
+    env = clean_subprocess.clean_env({"HOME": str(folder), "MPLBACKEND": "Agg"})
+    if forking.warm_enabled():
+        try:
+            return _ZYGOTES.spawn((with_tf, forking.env_key(env)), lambda: _start_zygote(env, folder, with_tf),
+                                  folder, env, log)
+        except OSError as exc:
+            log.write(f"warm judge unavailable, starting a fresh one: {exc}\n".encode())
+            log.flush()
+    return subprocess.Popen(clean_subprocess.python_argv("autograder.judge.process"), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=log, cwd=folder, start_new_session=True, env=env)
+
+
+def _start_zygote(env: dict[str, str], folder: Path, with_tf: bool) -> forking.Zygote:
+    return forking.Zygote(
+        lambda fd: clean_subprocess.python_argv("autograder.judge.zygote", [fd, "tf" if with_tf else "plain"]),
+        env, folder, f"autograder-judge-zygote-{os.getpid()}-", what="judge zygote")
+
+
+_ZYGOTES = forking.ZygotePool(2)  # a TensorFlow one and a plain one, usually
+
+
 # --- warm judges ------------------------------------------------------------------------
 
 MAX_IDLE = 4  # idle judges kept in all (each holds a TensorFlow: ~0.5 GB); the oldest goes first
@@ -197,3 +224,4 @@ def close_idle() -> None:
         _IDLE.clear()
     for judge in judges:
         judge.close()
+    _ZYGOTES.close_all()

@@ -9,13 +9,12 @@ import subprocess
 import sys
 import textwrap
 import time
-import types
 from pathlib import Path
 
 import nbformat
 import psutil
 
-from autograder.grading import sandbox, warm_start, warm_zygote
+from autograder.grading import sandbox, warm_start
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY, answers
 
@@ -238,55 +237,6 @@ def test_cold_is_chosen_by_the_environment(monkeypatch):
     assert warm_start.enabled()
     monkeypatch.setenv(warm_start.KERNELS_ENV, "cold")
     assert not warm_start.enabled()
-
-
-def test_rehome_moves_remembered_folders_and_nothing_else():
-    module = types.ModuleType("ag_rehome_probe")
-    old, new = "/tmp/autograder-zygote-x", "/tmp/autograder-sandbox-1"
-
-    def cached():
-        return folder
-
-    def make_wrapper(func):
-        remembered = old + "/.cache"
-
-        def wrapper():
-            return remembered
-        wrapper.__wrapped__ = func
-        return wrapper
-
-    folder = old + "/.tmp/matplotlib"
-    wrapped = make_wrapper(cached)
-    module.__dict__.update(home=old, tmp=old + "/.tmp", elsewhere="/tmp/autograder-zygote-xy/other",
-                           dirs=[old + "/.fonts", "/usr/share/fonts"], pair=(old, 3), config={"dir": old + "/.keras"},
-                           cached=cached, wrapped=wrapped)
-    sys.modules[module.__name__] = module
-    try:
-        changed = warm_zygote.rehome(old, new)
-    finally:
-        del sys.modules[module.__name__]
-    assert module.home == new and module.tmp == new + "/.tmp"
-    assert module.elsewhere == "/tmp/autograder-zygote-xy/other"  # a prefix of a name, not of a path
-    assert module.dirs == [new + "/.fonts", "/usr/share/fonts"] and module.pair == (new, 3)
-    assert module.config == {"dir": new + "/.keras"} and cached() == new + "/.tmp/matplotlib"
-    assert wrapped() == new + "/.cache"
-    assert changed >= 7
-
-
-def test_close_fds_except_keeps_exactly_what_it_is_told():
-    script = textwrap.dedent(f'''
-        import os, sys
-        sys.path.insert(0, {str(ROOT)!r})
-        from autograder.grading.sandbox_isolation import close_fds_except
-        a, b = os.pipe()
-        c = os.open(os.devnull, os.O_RDONLY)
-        close_fds_except({{0, 1, 2, b}})
-        os.write(1, (" ".join(sorted(os.listdir("/proc/self/fd"))) + "\\n").encode())
-    ''')
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    fds = set(out.stdout.split())
-    assert {"0", "1", "2"} <= fds, out.stderr
-    assert len(fds - {"0", "1", "2"}) == 2, fds  # b, and the listing's own descriptor
 
 
 def test_the_zygote_forks_before_tensorflow_starts():

@@ -1,0 +1,403 @@
+"""Fork servers: a process (a zygote) that did its imports once and forks a fresh child for
+each request, so the child skips them (``import tensorflow`` is seconds of CPU).
+
+Two kinds are built on this module: the sandbox's warm workers
+(``grading/warm_start.py``, zygote ``grading/warm_zygote.py``) and warm judges
+(``judge/zygote.py``).  The pieces:
+
+- the grader's side: :class:`Zygote` starts one and asks it for children (each with its
+  stdin, stdout and stderr as descriptors and exactly the environment and folder it is
+  given); :class:`ZygotePool` keeps one zygote per key (an environment, a kind);
+  :class:`ForkedProcess` is a child as the grader uses a ``Popen``;
+- the zygote's side: :func:`serve` forks per request and answers with the child's pid
+  and a pidfd; :func:`become_child` is a child's first act (own session, only its three
+  descriptors, the request's environment and folder, :func:`rehome`).
+
+A zygote holds only what it imported before any request: what a child works on reaches it
+on the child's own stdin.  A leaf: it imports nothing of the package.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import types
+from pathlib import Path
+from typing import Callable
+
+# The environment names that hold a child's own folders: the zygote's mirror them in a folder of its own.
+FOLDER_ENV = ("HOME", "TMPDIR", "MPLCONFIGDIR", "IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_PATH",
+              "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR")
+START_TIMEOUT_S = 180.0
+KERNELS_ENV = "AUTOGRADER_KERNELS"  # "cold": every worker, kernel and judge a fresh interpreter
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def warm_enabled() -> bool:
+    """Children forked by zygotes unless ``AUTOGRADER_KERNELS=cold`` (the benchmarks' "before")."""
+    return os.environ.get(KERNELS_ENV, "warm").strip().lower() != "cold"
+
+
+def set_process_name(name: str) -> None:
+    """This process's name as ps and psutil show it (``PR_SET_NAME``, 15 bytes at most)."""
+    _libc.prctl(15, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+
+
+def close_fds_except(keep: set[int]) -> None:
+    """Close every descriptor of this process but ``keep`` (a forked child's first act).
+
+    (Never ``closerange(n, n)``: CPython passes an empty range on to ``close_range`` as
+    ``[n, UINT_MAX]``, which closes everything.)"""
+    edges = sorted(fd for fd in keep if fd >= 0)
+    low = 0
+    for fd in edges:
+        if low < fd:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+
+
+def runtime_started() -> bool:
+    """Whether TensorFlow's runtime (its eager context: devices, thread pools, a GPU's CUDA
+    context) has started in this process.  A zygote must fork before it does: each child
+    starts its own, as a fresh interpreter's would."""
+    if "tensorflow" not in sys.modules:
+        return False
+    from tensorflow.python.eager import context
+
+    made = getattr(context, "_context", None)  # looked at, not made: context.context() would make one
+    return made is not None and getattr(made, "_context_handle", None) is not None
+
+
+# --- folders the imports remembered ---------------------------------------------------------
+
+
+def _rehomed(value, old: str, new: str):
+    """``value`` with a leading ``old`` replaced by ``new`` (strings only), else ``value``."""
+    if isinstance(value, str) and (value == old or value.startswith(old + "/")):
+        return new + value[len(old):]
+    return value
+
+
+def _closure_cells(function: types.FunctionType) -> list:
+    """The closure cells of ``function`` and of what it wraps (a cache's wrapper keeps the value)."""
+    cells = list(function.__closure__ or ())
+    inner = getattr(function, "__wrapped__", None)
+    if isinstance(inner, types.FunctionType):
+        cells += inner.__closure__ or ()
+    return cells
+
+
+def rehome(old: str, new: str) -> int:
+    """Point what the imports remembered of the zygote's folder at this child's.
+
+    Importing TensorFlow reads ``HOME``, ``TMPDIR`` and ``MPLCONFIGDIR`` and keeps what it
+    found: ``tempfile.tempdir``, Keras's and matplotlib's folders (some in closures), the user
+    site.  The zygote's folders mirror a child's (``HOME=F``, ``TMPDIR=F/.tmp``...), so
+    each such path becomes the child's by its prefix: module globals that are strings,
+    strings in a module's lists, tuples and dicts, and strings in module functions' closures.
+    Returns how many were changed (``tests/grading/test_warm_start.py`` scans a warm kernel
+    for any left)."""
+    changed = 0
+    for module in list(sys.modules.values()):
+        try:
+            names = vars(module)
+        except TypeError:
+            continue
+        for name, value in list(names.items()):
+            if isinstance(value, str):
+                if (moved := _rehomed(value, old, new)) is not value:
+                    names[name] = moved
+                    changed += 1
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    if (moved := _rehomed(item, old, new)) is not item:
+                        value[i] = moved
+                        changed += 1
+            elif type(value) is tuple and any(_rehomed(v, old, new) is not v for v in value):
+                names[name] = tuple(_rehomed(v, old, new) for v in value)
+                changed += 1
+            elif isinstance(value, dict):
+                for key, item in list(value.items()):
+                    if (moved := _rehomed(item, old, new)) is not item:
+                        dict.__setitem__(value, key, moved)  # as stored: no validating __setitem__
+                        changed += 1
+            elif isinstance(value, types.FunctionType):
+                for cell in _closure_cells(value):
+                    try:
+                        item = cell.cell_contents
+                    except ValueError:  # an empty cell
+                        continue
+                    if (moved := _rehomed(item, old, new)) is not item:
+                        cell.cell_contents = moved
+                        changed += 1
+    return changed
+
+
+# --- the zygote's side ------------------------------------------------------------------------
+
+
+def become_child(request: bytes, fds: list[int], name: str, preloaded_env: dict[str, str] | None = None) -> dict:
+    """In a forked child: lead a session of its own named ``name``, take the three descriptors
+    as 0, 1, 2 and nothing else, exactly the request's environment (plus ``preloaded_env``,
+    what the zygote's imports set) and folder; returns the request."""
+    os.setsid()
+    set_process_name(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for target, fd in zip((0, 1, 2), fds):
+        os.dup2(fd, target)
+    close_fds_except({0, 1, 2})
+    launch = json.loads(request)
+    zygote_home = os.environ.get("HOME", "")
+    os.environ.clear()
+    os.environ.update(launch["env"])
+    for key, value in (preloaded_env or {}).items():
+        os.environ.setdefault(key, value)
+    os.chdir(launch["cwd"])
+    if zygote_home and launch["env"].get("HOME"):
+        rehome(zygote_home, launch["env"]["HOME"])
+    sys.stdin = open(0, "r", closefd=False)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    return launch
+
+
+def run_child(body: Callable[[], int]) -> None:
+    """A forked child's whole life: ``body()``, its traceback on stderr if it raised; never returns."""
+    code = 1
+    try:
+        code = body()
+    except BaseException:  # noqa: B036  (a child must end here, whatever happened)
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def serve(sock: socket.socket, child: Callable[[bytes, list[int]], None]) -> int:
+    """Fork ``child(request, fds)`` (which never returns) for each request on ``sock`` until it
+    closes; answer each with the child's pid and a pidfd.  Call once the imports are done."""
+    if runtime_started():
+        print("the zygote's imports started TensorFlow's runtime; a fork would share it (a GPU's "
+              "context cannot be): refusing to serve", file=sys.stderr, flush=True)
+        return 1
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped as they end
+    sock.send(b"ready")
+    while True:
+        try:
+            request, fds, _, _ = socket.recv_fds(sock, 1 << 22, 3)
+        except OSError:
+            return 0
+        if not request:
+            return 0
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            for fd in fds:
+                os.close(fd)
+            sock.send(json.dumps({"error": str(exc)}).encode())
+            continue
+        if pid == 0:
+            sock.detach()
+            child(request, fds)
+        for fd in fds:
+            os.close(fd)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError as exc:
+            sock.send(json.dumps({"error": f"pidfd_open: {exc}"}).encode())
+            continue
+        socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
+        os.close(pidfd)
+
+
+def run_zygote(argv: list[str], name: str, preload: Callable[[], None],
+               child: Callable[[bytes, list[int]], None], preloaded_env: dict[str, str]) -> int:
+    """A zygote's life: its request socket is descriptor ``argv[0]``; named ``name``, it runs
+    ``preload()`` (what that sets in ``os.environ`` goes into ``preloaded_env``, for the
+    children), then forks ``child`` per request (:func:`serve`)."""
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]  # the zygote's own folder (/), as ipykernel_launcher drops the kernel's
+    sock = socket.socket(fileno=int(argv[0]))
+    set_process_name(name)
+    before = dict(os.environ)
+    preload()
+    preloaded_env.update({k: v for k, v in os.environ.items() if before.get(k) != v})
+    return serve(sock, child)
+
+
+# --- the grader's side ------------------------------------------------------------------------
+
+
+class ForkedProcess:
+    """A child a zygote forked, as the grader uses a ``Popen``: ``pid``, ``stdin``, ``stdout``,
+    ``poll``, ``wait``, ``kill``.  Its exit is seen through a pidfd (the zygote reaps it)."""
+
+    def __init__(self, pid: int, pidfd: int, stdin, stdout) -> None:
+        self.pid, self.pidfd, self.stdin, self.stdout = pid, pidfd, stdin, stdout
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self._wait(0.0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._wait(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"process {self.pid}", timeout)
+        return code
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except OSError:
+                pass  # already gone
+
+    def _wait(self, timeout: float | None) -> int | None:
+        if self.returncode is None:
+            poller = select.poll()  # not select(): a busy grader's descriptors may pass FD_SETSIZE
+            poller.register(self.pidfd, select.POLLIN)
+            if poller.poll(None if timeout is None else int(timeout * 1000)):
+                self.returncode = 0  # reaped by the zygote: only "ended" is known
+                os.close(self.pidfd)
+                for stream in (self.stdin, self.stdout):
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
+        return self.returncode
+
+
+class Zygote:
+    """One zygote process and the socket it takes requests on."""
+
+    def __init__(self, command: Callable[[int], list[str]], env: dict[str, str], cwd: Path, prefix: str,
+                 what: str = "zygote") -> None:
+        """``command(fd)`` starts the zygote, its request socket on descriptor ``fd``; ``env`` is a
+        child's in ``cwd``: the zygote's folders mirror it (see :func:`rehome`) in a folder named
+        ``prefix...`` beside ``cwd``.  ``what`` names it in errors."""
+        self.what = what
+        self.folder = Path(tempfile.mkdtemp(prefix=prefix, dir=cwd.parent))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        zygote_env = dict(env)
+        for name in FOLDER_ENV:
+            value = zygote_env.get(name, "")
+            if value == str(cwd) or value.startswith(str(cwd) + "/"):
+                zygote_env[name] = str(self.folder) + value[len(str(cwd)):]
+                Path(zygote_env[name]).mkdir(parents=True, exist_ok=True)
+        self.log_path = self.folder / "zygote.log"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(command(theirs.fileno()), pass_fds=(theirs.fileno(),),
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/",
+                                         env=zygote_env, start_new_session=True)
+        theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()
+        self.sock.settimeout(START_TIMEOUT_S)
+        try:
+            ready = self.sock.recv(64)
+        except OSError:
+            ready = b""
+        if ready != b"ready":
+            self.close()
+            raise OSError(f"the {what} did not start: {self.log_tail()}")
+        self.sock.settimeout(30.0)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def spawn(self, cwd: Path, env: dict[str, str], stderr) -> ForkedProcess:
+        """A new child in ``cwd`` with exactly ``env``, its stderr on ``stderr``."""
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [json.dumps({"cwd": str(cwd), "env": env}).encode()],
+                                [in_r, out_w, stderr.fileno()])
+                reply, fds, _, _ = socket.recv_fds(self.sock, 4096, 1)
+        except OSError:
+            for fd in (in_w, out_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(in_r)
+            os.close(out_w)
+        answer = json.loads(reply or b"{}")
+        if not fds or "pid" not in answer:
+            for fd in [*fds, in_w, out_r]:
+                os.close(fd)
+            raise OSError(f"the {self.what} could not fork: {answer.get('error', 'no answer')}")
+        return ForkedProcess(answer["pid"], fds[0], os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb"))
+
+    def log_tail(self) -> str:
+        try:
+            return self.log_path.read_bytes()[-1500:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        self.sock.close()  # the zygote ends at end of file; its children die with it
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def env_key(env: dict[str, str]) -> tuple:
+    """What makes two children's environments one zygote's: all but their own folders."""
+    return tuple(sorted((k, v) for k, v in env.items() if k not in FOLDER_ENV))
+
+
+class ZygotePool:
+    """At most ``size`` zygotes, one per key, the least recently used closed first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.zygotes: dict[tuple, Zygote] = {}  # least recently used first
+        self.lock = threading.Lock()
+
+    def spawn(self, key: tuple, start: Callable[[], Zygote], cwd: Path, env: dict[str, str],
+              stderr) -> ForkedProcess:
+        """A child of the zygote for ``key`` (started by ``start()`` on first use).  OSError when
+        none can start or fork (the caller starts a fresh interpreter instead)."""
+        with self.lock:
+            zygote = self.zygotes.pop(key, None)
+            if zygote is not None and not zygote.alive():
+                zygote.close()
+                zygote = None
+            if zygote is None:
+                zygote = start()
+            self.zygotes[key] = zygote
+            evicted = [self.zygotes.pop(k) for k in list(self.zygotes)[:-self.size]]
+        for old in evicted:
+            old.close()
+        try:
+            return zygote.spawn(cwd, env, stderr)
+        except OSError:
+            with self.lock:
+                if self.zygotes.get(key) is zygote:
+                    del self.zygotes[key]
+            zygote.close()
+            raise
+
+    def close_all(self) -> None:
+        """Stop every zygote (at exit, on Ctrl-C)."""
+        with self.lock:
+            zygotes = list(self.zygotes.values())
+            self.zygotes.clear()
+        for zygote in zygotes:
+            zygote.close()

@@ -1,0 +1,77 @@
+"""Fork servers (``autograder/forking.py``): what a forked child keeps and what it is pointed at.
+The zygotes built on it are tested with their users: ``tests/grading/test_warm_start.py`` (sandbox
+workers) and ``tests/judge/test_zygote.py`` (judges)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import types
+
+from autograder import forking
+from tests.conftest import ROOT
+
+
+def test_a_forked_process_is_killed_and_seen_to_end():
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    read, write = os.pipe()
+    child = forking.ForkedProcess(pid, os.pidfd_open(pid), os.fdopen(write, "wb"), os.fdopen(read, "rb"))
+    assert child.poll() is None
+    child.kill()
+    os.waitpid(pid, 0)  # here the parent reaps it (in a zygote, SIGCHLD is ignored)
+    assert child.wait(timeout=10) == 0 and child.stdin.closed and child.stdout.closed
+    child.kill()  # after its end: nothing happens
+
+
+def test_rehome_moves_remembered_folders_and_nothing_else():
+    module = types.ModuleType("ag_rehome_probe")
+    old, new = "/tmp/autograder-zygote-x", "/tmp/autograder-sandbox-1"
+
+    def cached():
+        return folder
+
+    def make_wrapper(func):
+        remembered = old + "/.cache"
+
+        def wrapper():
+            return remembered
+        wrapper.__wrapped__ = func
+        return wrapper
+
+    folder = old + "/.tmp/matplotlib"
+    wrapped = make_wrapper(cached)
+    module.__dict__.update(home=old, tmp=old + "/.tmp", elsewhere="/tmp/autograder-zygote-xy/other",
+                           dirs=[old + "/.fonts", "/usr/share/fonts"], pair=(old, 3), config={"dir": old + "/.keras"},
+                           cached=cached, wrapped=wrapped)
+    sys.modules[module.__name__] = module
+    try:
+        changed = forking.rehome(old, new)
+    finally:
+        del sys.modules[module.__name__]
+    assert module.home == new and module.tmp == new + "/.tmp"
+    assert module.elsewhere == "/tmp/autograder-zygote-xy/other"  # a prefix of a name, not of a path
+    assert module.dirs == [new + "/.fonts", "/usr/share/fonts"] and module.pair == (new, 3)
+    assert module.config == {"dir": new + "/.keras"} and cached() == new + "/.tmp/matplotlib"
+    assert wrapped() == new + "/.cache"
+    assert changed >= 7
+
+
+def test_close_fds_except_keeps_exactly_what_it_is_told():
+    script = textwrap.dedent(f'''
+        import os, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from autograder.forking import close_fds_except
+        a, b = os.pipe()
+        c = os.open(os.devnull, os.O_RDONLY)
+        close_fds_except({{0, 1, 2, b}})
+        os.write(1, (" ".join(sorted(os.listdir("/proc/self/fd"))) + "\\n").encode())
+    ''')
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    fds = set(out.stdout.split())
+    assert {"0", "1", "2"} <= fds, out.stderr
+    assert len(fds - {"0", "1", "2"}) == 2, fds  # b, and the listing's own descriptor
