@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import types
 from pathlib import Path
 from typing import Callable
@@ -243,11 +244,15 @@ def run_zygote(argv: list[str], name: str, preload: Callable[[], None],
 
 class ForkedProcess:
     """A child a zygote forked, as the grader uses a ``Popen``: ``pid``, ``stdin``, ``stdout``,
-    ``poll``, ``wait``, ``kill``.  Its exit is seen through a pidfd (the zygote reaps it)."""
+    ``poll``, ``wait``, ``kill``.  Its exit is seen through a pidfd (the zygote reaps it).
+
+    Safe to use from several threads (the owner waits on it while its pool asks whether it
+    still runs): the pidfd is closed once, under a lock, and never polled after."""
 
     def __init__(self, pid: int, pidfd: int, stdin, stdout) -> None:
         self.pid, self.pidfd, self.stdin, self.stdout = pid, pidfd, stdin, stdout
         self.returncode: int | None = None
+        self._lock = threading.Lock()
 
     def poll(self) -> int | None:
         return self._wait(0.0)
@@ -258,26 +263,42 @@ class ForkedProcess:
             raise subprocess.TimeoutExpired(f"process {self.pid}", timeout)
         return code
 
+    def running(self) -> bool:
+        """Whether it has not ended (closes nothing: its owner may be reading its pipes)."""
+        with self._lock:
+            return self.returncode is None and not self._ended_now(0)
+
     def kill(self) -> None:
-        if self.returncode is None:
-            try:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            except OSError:
-                pass  # already gone
+        with self._lock:
+            if self.returncode is None:
+                try:
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                except OSError:
+                    pass  # already gone
+
+    def _ended_now(self, timeout_ms: int) -> bool:
+        poller = select.poll()  # not select(): a busy grader's descriptors may pass FD_SETSIZE
+        poller.register(self.pidfd, select.POLLIN)
+        return bool(poller.poll(timeout_ms))
 
     def _wait(self, timeout: float | None) -> int | None:
-        if self.returncode is None:
-            poller = select.poll()  # not select(): a busy grader's descriptors may pass FD_SETSIZE
-            poller.register(self.pidfd, select.POLLIN)
-            if poller.poll(None if timeout is None else int(timeout * 1000)):
-                self.returncode = 0  # reaped by the zygote: only "ended" is known
-                os.close(self.pidfd)
-                for stream in (self.stdin, self.stdout):
-                    try:
-                        stream.close()
-                    except OSError:
-                        pass
-        return self.returncode
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = 0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic()))
+            with self._lock:  # in slices, so running() and kill() from other threads wait little
+                if self.returncode is not None:
+                    return self.returncode
+                if self._ended_now(int(left * 1000)):
+                    self.returncode = 0  # reaped by the zygote: only "ended" is known
+                    os.close(self.pidfd)
+                    for stream in (self.stdin, self.stdout):
+                        try:
+                            stream.close()
+                        except OSError:
+                            pass
+                    return self.returncode
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
 
 
 class Zygote:
@@ -305,6 +326,8 @@ class Zygote:
         theirs.close()
         self.sock = ours
         self.lock = threading.Lock()
+        self.children: list[ForkedProcess] = []  # what it forked through its pool, while they run
+        self.pending = 0  # spawns its pool has handed it and it has not answered yet (pool's lock)
         self.sock.settimeout(START_TIMEOUT_S)
         try:
             ready = self.sock.recv(64)
@@ -317,6 +340,12 @@ class Zygote:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def busy(self) -> bool:
+        """Whether a child of its still runs or one is being forked: closing it would kill them
+        (a judge dies with its parent).  Its pool asks, under the pool's lock."""
+        self.children = [child for child in self.children if child.running()]
+        return bool(self.children) or self.pending > 0
 
     def spawn(self, cwd: Path, env: dict[str, str], stderr) -> ForkedProcess:
         """A new child in ``cwd`` with exactly ``env``, its stderr on ``stderr``."""
@@ -363,7 +392,9 @@ def env_key(env: dict[str, str]) -> tuple:
 
 
 class ZygotePool:
-    """At most ``size`` zygotes, one per key, the least recently used closed first."""
+    """One zygote per key, at most ``size`` of them idle: the least recently used idle one is
+    closed first.  A zygote whose children still run is never closed to make room (they would
+    die with it): the pool is over its size until they end."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -382,17 +413,30 @@ class ZygotePool:
             if zygote is None:
                 zygote = start()
             self.zygotes[key] = zygote
-            evicted = [self.zygotes.pop(k) for k in list(self.zygotes)[:-self.size]]
+            zygote.pending += 1
+            over = len(self.zygotes) - self.size
+            evicted = []
+            for old_key in list(self.zygotes)[:-1]:
+                if over <= 0:
+                    break
+                if not self.zygotes[old_key].busy():
+                    evicted.append(self.zygotes.pop(old_key))
+                    over -= 1
         for old in evicted:
             old.close()
         try:
-            return zygote.spawn(cwd, env, stderr)
+            child = zygote.spawn(cwd, env, stderr)
         except OSError:
             with self.lock:
+                zygote.pending -= 1
                 if self.zygotes.get(key) is zygote:
                     del self.zygotes[key]
             zygote.close()
             raise
+        with self.lock:
+            zygote.pending -= 1
+            zygote.children.append(child)
+        return child
 
     def close_all(self) -> None:
         """Stop every zygote (at exit, on Ctrl-C)."""

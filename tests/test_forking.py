@@ -75,3 +75,54 @@ def test_close_fds_except_keeps_exactly_what_it_is_told():
     fds = set(out.stdout.split())
     assert {"0", "1", "2"} <= fds, out.stderr
     assert len(fds - {"0", "1", "2"}) == 2, fds  # b, and the listing's own descriptor
+
+
+_CHILD_DIES_WITH_ZYGOTE = textwrap.dedent(f'''
+    import ctypes, signal, socket, sys
+    sys.path.insert(0, {str(ROOT)!r})
+    from autograder import forking
+
+    def child(request, fds):
+        def body():
+            forking.become_child(request, fds, "ag-test-child")
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG, as a judge does
+            sys.stdout.write("up\\n")
+            sys.stdout.flush()
+            sys.stdin.read()  # until its stdin closes
+            return 0
+        forking.run_child(body)
+
+    raise SystemExit(forking.serve(socket.socket(fileno=int(sys.argv[1])), child))
+''')
+
+
+def _child_of(pool: forking.ZygotePool, key: str, tmp_path) -> forking.ForkedProcess:
+    cwd = tmp_path / key
+    cwd.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd), "KEY": key}
+    log = open(tmp_path / f"{key}.log", "wb")
+    child = pool.spawn((key,), lambda: forking.Zygote(lambda fd: [sys.executable, "-c", _CHILD_DIES_WITH_ZYGOTE, str(fd)],
+                                                      env, cwd, f"ag-test-zygote-{key}-"), cwd, env, log)
+    assert child.stdout.readline() == b"up\n"
+    return child
+
+
+def test_a_full_pool_never_closes_a_zygote_whose_children_still_run(tmp_path):
+    """A judge dies with its zygote (PR_SET_PDEATHSIG): a pool that closed its least recently used
+    zygote to start another killed a judge another thread was grading with."""
+    pool = forking.ZygotePool(1)
+    try:
+        first = _child_of(pool, "a", tmp_path)
+        second = _child_of(pool, "b", tmp_path)  # a second environment: the pool is over its size
+        try:
+            first.wait(timeout=1.0)
+            raise AssertionError("the first zygote's child died when the pool started a second zygote")
+        except subprocess.TimeoutExpired:
+            pass
+        first.stdin.close()  # the first child ends; its zygote may go now
+        assert first.wait(timeout=30) == 0
+        third = _child_of(pool, "c", tmp_path)
+        assert ("a",) not in pool.zygotes, "an idle zygote over the pool's size was kept"
+        assert second.poll() is None and third.poll() is None
+    finally:
+        pool.close_all()
