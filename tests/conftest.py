@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,25 @@ def is_sandbox_kernel(proc) -> bool:
     from autograder.grading.sandbox_kernel import WARM_KERNEL_NAME
 
     return "ipykernel_launcher" in " ".join(proc.cmdline()) or proc.name() == WARM_KERNEL_NAME
+
+
+def still_running(pids: list[int], after_s: float) -> list[int]:
+    """Those of ``pids`` still running (not ended, not zombies) once ``after_s`` seconds have
+    passed, or as soon as none is."""
+    import psutil
+
+    def running(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    deadline = time.monotonic() + after_s
+    alive = [p for p in pids if running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [p for p in alive if running(p)]
+    return alive
 
 
 def _has_gpu() -> bool:

@@ -8,14 +8,12 @@ import json
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import nbformat
-import psutil
 
 from autograder.grading import sandbox, warm_start
-from tests.conftest import ROOT
+from tests.conftest import ROOT, still_running
 from tests.files.hostile.catalogue import TINY, answers
 
 LIMITS = sandbox.Limits(cell_timeout_s=120, notebook_timeout_s=400)
@@ -212,11 +210,7 @@ def test_a_zygote_ends_with_the_grader_that_started_it(tmp_path):
     words = out.stdout.split()
     assert len(words) == 3, out.stderr[-2000:]
     pids, folder = [int(p) for p in words[:2]], Path(words[2])
-    deadline = time.monotonic() + 20
-    alive = pids
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
-        time.sleep(0.1)
+    alive = still_running(pids, after_s=20)
     assert not alive, f"still running after their grader died: {alive}"
     assert folder.is_dir()  # nobody cleaned up...
     sandbox.sweep_stale()

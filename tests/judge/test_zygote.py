@@ -11,12 +11,11 @@ import sys
 import textwrap
 import time
 
-import psutil
 import pytest
 
 from autograder import forking
 from autograder.judge import client
-from tests.conftest import ROOT
+from tests.conftest import ROOT, still_running
 
 # A hidden test that prints what the judge process is.
 FACTS = '''
@@ -87,9 +86,5 @@ def test_a_judge_zygote_and_its_judges_end_with_the_grader(tmp_path):
                          env={**os.environ, forking.KERNELS_ENV: "warm"})
     pids = [int(p) for p in out.stdout.split()]
     assert len(pids) == 2, out.stderr[-2000:]
-    deadline = time.monotonic() + 20
-    alive = pids
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
-        time.sleep(0.1)
+    alive = still_running(pids, after_s=20)
     assert not alive, f"still running after their grader died: {alive}"
