@@ -157,10 +157,13 @@ THRESHOLDS: dict[str, dict[str, float | None]] = {
         # which measured less: with oneDNN off (TF_ENABLE_ONEDNN_OPTS=0,
         # 2026-12-01, AMD EPYC Zen 4, 2 cores) 1.7x-2.2x, 95% intervals as
         # low as 1.45x-1.90x on a quiet machine, where a floor of 2.0 left
-        # the solution "inconclusive".  Threshold 1.3: the floor only says the
-        # machine shows XLA's lead at all; the learner needs 0.3 of the
-        # grader's measured speedup (in factors), not this number.
-        "cpu": 1.3,
+        # the solution "inconclusive".  The floor only says the machine shows
+        # XLA's lead at all; the learner needs 0.3 of the grader's measured
+        # speedup (in factors), not this number.  1.3 until 2026-12-02, when
+        # on an AVX2-only AMD EPYC (oneDNN off, two notebooks at a time) the
+        # grader's own step measured 1.53x, 98.5% interval 1.30x-1.82x over 62
+        # trials: the floor left the solution inconclusive again.  Threshold 1.2.
+        "cpu": 1.2,
         # Not measured here. The step is memory-bound elementwise work, where
         # fusion also pays on GPUs (fewer kernel launches and HBM round trips):
         # conservative 1.5.
@@ -203,6 +206,11 @@ THRESHOLDS: dict[str, dict[str, float | None]] = {
         # measured side by side on 2026-11-30 (load average 2): reference
         # 6.0x-10.7x, tf.vectorized_map 3.7x (margin 1.28 at fraction 0.5,
         # hence 0.4), tf.map_fn 1.2x, a NumPy row loop 1.5x (margins 0.45-0.5).
+        # Fraction 0.3 since 2026-12-02: on an AVX2-only AMD EPYC (oneDNN off,
+        # two notebooks at a time) tf.vectorized_map, which the specification
+        # allows, measured 2.4x against the reference's 7.7x (0.43 of it in
+        # factors; margin 1.06 at 0.4, inconclusive after 18 trials); at 0.3
+        # that is margin 1.30, and the row loop (0.2 in factors) still fails.
         "cpu": 2.5,
         # Not measured here; host-side work, the CPU value holds.
         "gpu-cc7": 2.5,
