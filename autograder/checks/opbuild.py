@@ -11,7 +11,8 @@ TensorFlow's headers again.  Where: ``$COURSE_OPS_BUILD_DIR`` when set, else
 ``$XDG_CACHE_HOME/tf-gpu-course/ops`` (``~/.cache/...``), and when that
 cannot be written (the sandboxed grader lets a notebook write only in its own
 folder and its TMPDIR) ``<tmp>/course-ops-build``.  Never inside the
-installed package.
+installed package.  A CUDA source's object is cached there too (``objects/``), so the
+libraries that share a kernel (the book's GPU and GPU-only builds) compile it once.
 """
 from __future__ import annotations
 
@@ -193,7 +194,10 @@ def build_library(name: str, sources: Sequence[Path], *, cuda_sources: Sequence[
     TensorFlow op library and return its path; reuse a cached build when
     nothing that goes into it changed.  The build is looked up in and
     written to ``out_dir`` when given, else looked up in ``dirs`` (default
-    :func:`build_dirs`) and written to the first writable one."""
+    :func:`build_dirs`) and written to the first writable one.  ``defines``
+    reach the C++ sources only: a CUDA source compiles the same for every
+    library it goes into, so its object (:func:`_cuda_object`) is cached on its
+    own and two libraries of one kernel pay nvcc once."""
     toolchain = toolchain or find_toolchain()
     gpu = bool(cuda_sources)
     if gpu and toolchain.nvcc is None:
@@ -217,12 +221,8 @@ def build_library(name: str, sources: Sequence[Path], *, cuda_sources: Sequence[
     include_dirs = sorted({f"-I{Path(p).resolve().parent}" for p in inputs})
     defs = [f"-D{d}" for d in defines]
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=f".{name}-") as tmp:
-        objects: list[str] = []
-        for cu in cuda_sources:
-            obj = str(Path(tmp) / (Path(cu).name + ".o"))
-            run_compiler([toolchain.nvcc, "-c", str(cu), "-o", obj, *include_dirs, *defs,
-                          *nvcc_flags(compile_flags)], f"nvcc {Path(cu).name}")
-            objects.append(obj)
+        objects = [str(_cuda_object(Path(cu), [*cuda_sources, *headers], include_dirs, compile_flags,
+                                    toolchain, out_dir)) for cu in cuda_sources]
         gpu_flags = (["-DGOOGLE_CUDA=1", f"-I{CUDA_HOME / 'include'}"] if gpu else [])
         # cudart is linked statically so the .so loads on machines without
         # the CUDA runtime libraries (TensorFlow's pip wheel brings its own).
@@ -233,6 +233,24 @@ def build_library(name: str, sources: Sequence[Path], *, cuda_sources: Sequence[
                       *link_flags, *gpu_libs], f"{toolchain.cxx} {' '.join(Path(s).name for s in sources)}")
         # rename is atomic: a concurrent build of the same key never sees half a file
         os.replace(partial, target)
+    return target
+
+
+def _cuda_object(source: Path, inputs: Sequence[Path], include_dirs: list[str], compile_flags: list[str],
+                 toolchain: Toolchain, out_dir: Path) -> Path:
+    """``source`` compiled by nvcc for :data:`CUDA_ARCH_FLAGS` into ``out_dir/objects``, cached
+    under a hash of everything the compile reads (``inputs``: the CUDA sources and headers)."""
+    flags = [*include_dirs, *nvcc_flags(compile_flags)]
+    key = digest([RECIPE_VERSION, toolchain.tf_version, str(toolchain.nvcc), *flags, source.name,
+                  *(Path(p).name for p in inputs), *(Path(p).read_bytes() for p in inputs)])
+    target = out_dir / "objects" / f"{source.name}-{key}.o"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".nvcc-") as tmp:
+        partial = Path(tmp) / target.name
+        run_compiler([toolchain.nvcc, "-c", str(source), "-o", str(partial), *flags], f"nvcc {source.name}")
+        os.replace(partial, target)  # atomic, as for libraries
     return target
 
 

@@ -64,3 +64,39 @@ def test_first_errors_put_the_learners_line_before_a_header_error():
               "/venv/tensorflow/include/tensorflow/core/framework/op_requires.h:9:1: error: expected ';'\n")
     assert opbuild.first_errors(output) == ("SWISH_COMPUTE:3:5: note: in expansion of macro 'OP_REQUIRES_OK' | "
                                             "op_requires.h:9:1: error: expected ';'")
+
+
+def _fake_compilers(tmp_path: Path, monkeypatch) -> tuple[opbuild.Toolchain, list[list[str]]]:
+    """A toolchain whose compilers only record their command lines and write their -o file."""
+    calls: list[list[str]] = []
+
+    def run_compiler(cmd, what):
+        calls.append(cmd)
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"built by " + cmd[0].encode())
+
+    monkeypatch.setattr(opbuild, "run_compiler", run_compiler)
+    monkeypatch.setattr(opbuild, "tf_flags", lambda: (["-I/tf/include", "--std=c++17"], ["-ltensorflow_framework"]))
+    return opbuild.Toolchain(cxx="g++", nvcc="/cuda/bin/nvcc", tf_version="2.21.0"), calls
+
+
+def test_two_libraries_of_one_kernel_pay_nvcc_once(tmp_path, monkeypatch):
+    toolchain, calls = _fake_compilers(tmp_path, monkeypatch)
+    op, kernel, header = tmp_path / "op.cc", tmp_path / "op_kernel.cu.cc", tmp_path / "op.h"
+    op.write_text("// op\n")
+    kernel.write_text("// kernel\n")
+    header.write_text("// header\n")
+    out = tmp_path / "build"
+    nvcc = lambda: [c for c in calls if c[0] == toolchain.nvcc]
+
+    both = opbuild.build_library("op_gpu", [op], cuda_sources=[kernel], headers=[header], out_dir=out,
+                                 toolchain=toolchain)
+    gpu_only = opbuild.build_library("op_gpu_only", [op], cuda_sources=[kernel], headers=[header], out_dir=out,
+                                     defines=["GPU_ONLY"], toolchain=toolchain)
+    assert both != gpu_only and both.exists() and gpu_only.exists()
+    assert len(nvcc()) == 1 and len(calls) == 3  # one kernel object, two host compiles and links
+    assert "-DGPU_ONLY" in calls[-1] and not any("-DGPU_ONLY" in c for c in nvcc())  # defines: C++ only
+    assert nvcc()[0][-1] in opbuild.CUDA_ARCH_FLAGS  # compiled for every architecture
+    header.write_text("// header, changed\n")  # what the kernel includes changed: compiled again
+    opbuild.build_library("op_gpu", [op], cuda_sources=[kernel], headers=[header], out_dir=out, toolchain=toolchain)
+    assert len(nvcc()) == 2
+    assert sorted(p.name.split("-")[0] for p in (out / "objects").iterdir()) == ["op_kernel.cu.cc"] * 2
