@@ -92,25 +92,23 @@ def _has_gpu() -> bool:
 
 
 # Test modules whose tests are graded in batches (``graded_together``, the catalogue): their
-# groups are per test function (and per assignment for a ``[ASSIGNMENT-CASE]`` test), so the
-# batches spread over the workers.
+# groups are per test function and assignment, so the batches spread over the workers.
 BATCHED_MODULES = ("tests/grading/test_assignments.py", "tests/grading/test_onednn_matrix.py")
 
 
-def xdist_group(nodeid: str) -> str:
-    """The group of the test ``nodeid``: a group runs whole on one pytest-xdist worker
-    (:func:`pytest_xdist_make_scheduler`).  Every book test shares one built book and the
-    custom-op build folder: one group.  A batched module's tests group by function and, for
-    ids ``[ASSIGNMENT-CASE]``, assignment (a batch grades all of its function's selected tests
-    of that assignment at once).  Any other test runs with the rest of its module, so a
-    module's fixtures (a class graded once, a started server) are set up once."""
-    module, _, test = nodeid.partition("::")
+def xdist_group(item) -> str:
+    """The pytest-xdist group ``item`` runs in (``--dist loadgroup``: a group runs whole on one
+    worker).  Every book test shares one built book and the custom-op build folder: one group.
+    A batched module's tests group by function and assignment (a batch grades all of its
+    function's selected tests at once).  Any other test runs with the rest of its module,
+    so a module's fixtures (a class graded once, a started server) are set up once."""
+    module = item.nodeid.split("::")[0]
     if module.startswith("tests/book/"):
         return "tests/book"
     if module in BATCHED_MODULES:
-        function, _, params = test.partition("[")
-        assignment = params.split("-", 1)[0] if "-" in params else ""
-        return "::".join(filter(None, (module, function, assignment)))
+        params = getattr(item, "callspec", None)
+        assignment = params.params.get("assignment") if params else None
+        return "::".join(filter(None, (module, item.originalname, assignment)))
     return module
 
 
@@ -119,37 +117,26 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
-def pytest_xdist_make_scheduler(config, log):
-    """Hand out whole :func:`xdist_group` groups, in collection order (``--no-loadscope-reorder``).
-    (xdist's own ``--dist loadgroup`` reads ``xdist_group`` marks by rewriting node ids, which
-    pytest 9 no longer allows: its groups silently became single tests.)"""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class GroupScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return xdist_group(nodeid)
-
-    return GroupScheduling(config, log)
-
-
 def slow_groups_first(items: list) -> list:
     """``items`` with the groups holding a ``slow`` test first, each group's tests together and
-    in their order: the scheduler hands out whole groups in this order, so the long ones start
-    at once and the many short ones fill in at the end."""
+    in their order: xdist hands out whole groups in this order (``--no-loadscope-reorder``),
+    so the long ones start at once and the many short ones fill in at the end."""
     groups: dict[str, int] = {}
     slow: set[str] = set()
     for item in items:
-        group = xdist_group(item.nodeid)
+        group = xdist_group(item)
         groups.setdefault(group, len(groups))
         if item.get_closest_marker("slow"):
             slow.add(group)
     position = {id(item): n for n, item in enumerate(items)}
-    return sorted(items, key=lambda item: (xdist_group(item.nodeid) not in slow, groups[xdist_group(item.nodeid)],
-                                           position[id(item)]))
+    return sorted(items, key=lambda item: (xdist_group(item) not in slow, groups[xdist_group(item)], position[id(item)]))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook is registered later)
 def pytest_collection_modifyitems(config, items):
     items[:] = slow_groups_first(items)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
     if not any(item.get_closest_marker("gpu") for item in items):
         return
     if _has_gpu():
