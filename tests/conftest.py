@@ -1,5 +1,4 @@
-"""Shared fixtures: repository paths, notebook runs, GPU marker handling, and how the
-suite is shared between pytest-xdist's workers (``make test`` runs one per core)."""
+"""Shared fixtures: repository paths, notebook runs, GPU marker handling."""
 from __future__ import annotations
 
 import os
@@ -25,21 +24,10 @@ def notebook_for(folder: Path, name: str) -> Path:
 _TOGETHER: dict = {}
 
 
-def batch_workers() -> int:
-    """How many notebooks a test's batch grades at a time: the cores this pytest process
-    may use (all of them alone; its share beside pytest-xdist's other workers), at least 1.
-    A batch is graded the way ``grade --workers N`` grades a class, and the machine is never
-    asked to run more notebooks at once than it has cores."""
-    cores = len(os.sched_getaffinity(0))
-    return max(1, cores // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
-
-
-def graded_together(request, grade, param: str = "name", workers: int | None = None):
+def graded_together(request, grade, param: str = "name", workers: int = 2):
     """``grade(value)`` for this test's ``param``.  The first time one is asked for, every
-    selected test of the same function is graded, ``workers`` (default :func:`batch_workers`)
-    at a time (as `grade --workers 2` grades a class); each test then gets its own result, or
-    its own exception.  Every test of one function runs on one xdist worker (:func:`xdist_group`)."""
-    workers = workers or batch_workers()
+    selected test of the same function is graded, ``workers`` at a time (as `grade --workers 2`
+    grades a class); each test then gets its own result, or its own exception."""
     function = request.node.function
     key = (function.__module__, function.__qualname__)
     if key not in _TOGETHER:
@@ -91,52 +79,7 @@ def _has_gpu() -> bool:
         return False
 
 
-# Test modules whose tests are graded in batches (``graded_together``, the catalogue): their
-# groups are per test function and assignment, so the batches spread over the workers.
-BATCHED_MODULES = ("tests/grading/test_assignments.py", "tests/grading/test_onednn_matrix.py")
-
-
-def xdist_group(item) -> str:
-    """The pytest-xdist group ``item`` runs in (``--dist loadgroup``: a group runs whole on one
-    worker).  Every book test shares one built book and the custom-op build folder: one group.
-    A batched module's tests group by function and assignment (a batch grades all of its
-    function's selected tests at once).  Any other test runs with the rest of its module,
-    so a module's fixtures (a class graded once, a started server) are set up once."""
-    module = item.nodeid.split("::")[0]
-    if module.startswith("tests/book/"):
-        return "tests/book"
-    if module in BATCHED_MODULES:
-        params = getattr(item, "callspec", None)
-        assignment = params.params.get("assignment") if params else None
-        return "::".join(filter(None, (module, item.originalname, assignment)))
-    return module
-
-
-def pytest_xdist_auto_num_workers(config) -> int:
-    """``-n auto``: one worker per core this process may use (at most 8: each imports TensorFlow)."""
-    return max(1, min(len(os.sched_getaffinity(0)), 8))
-
-
-def slow_groups_first(items: list) -> list:
-    """``items`` with the groups holding a ``slow`` test first, each group's tests together and
-    in their order: xdist hands out whole groups in this order (``--no-loadscope-reorder``),
-    so the long ones start at once and the many short ones fill in at the end."""
-    groups: dict[str, int] = {}
-    slow: set[str] = set()
-    for item in items:
-        group = xdist_group(item)
-        groups.setdefault(group, len(groups))
-        if item.get_closest_marker("slow"):
-            slow.add(group)
-    position = {id(item): n for n, item in enumerate(items)}
-    return sorted(items, key=lambda item: (xdist_group(item) not in slow, groups[xdist_group(item)], position[id(item)]))
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (its hook is registered later)
 def pytest_collection_modifyitems(config, items):
-    items[:] = slow_groups_first(items)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
     if not any(item.get_closest_marker("gpu") for item in items):
         return
     if _has_gpu():

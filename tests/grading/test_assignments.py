@@ -18,7 +18,7 @@ import pytest
 from autograder.grading import feedback, sandbox
 from autograder.grading import notebook as nbtools
 from autograder.grading.check import check_notebook as run_notebook
-from tests.conftest import EXERCISES, SOLUTIONS, assignments, batch_workers, graded_together, notebook_for
+from tests.conftest import EXERCISES, SOLUTIONS, assignments, graded_together, notebook_for
 from tests import wrong_answers
 
 pytestmark = pytest.mark.slow
@@ -42,8 +42,9 @@ def grade_as_instructor(path: Path, source: Path, data_dir: Path | None = None):
     return feedback.redact_hidden(results, sandbox.hidden_test_lines(nbtools.load(source)))
 
 
-# The catalogue of one assignment is graded as one batch, as `grade --workers N` would
-# (N: tests.conftest.batch_workers), the first time one of its cases is asked for.
+# The catalogue of one assignment is graded as one batch, two submissions at a time (as
+# `grade --workers 2` would), the first time one of its cases is asked for.
+WORKERS = 2
 _BATCHES: dict[str, dict] = {}
 
 
@@ -89,7 +90,7 @@ def _catalogue_results(request, assignment: str, root: Path) -> dict:
         cases = [item.callspec.params["case"] for item in request.session.items
                  if getattr(item, "callspec", None) and item.callspec.params.get("assignment") == assignment
                  and "case" in item.callspec.params]
-        with ThreadPoolExecutor(max_workers=batch_workers()) as pool:
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             futures = {c.name: pool.submit(_grade_case, assignment, c, root / assignment / c.name) for c in cases}
         _BATCHES[assignment] = {name: future.result() for name, future in futures.items()}
     return _BATCHES[assignment]
