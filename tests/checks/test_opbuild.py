@@ -66,7 +66,7 @@ def test_first_errors_put_the_learners_line_before_a_header_error():
                                             "op_requires.h:9:1: error: expected ';'")
 
 
-def _fake_compilers(tmp_path: Path, monkeypatch) -> tuple[opbuild.Toolchain, list[list[str]]]:
+def _fake_compilers(monkeypatch) -> tuple[opbuild.Toolchain, list[list[str]]]:
     """A toolchain whose compilers only record their command lines and write their -o file."""
     calls: list[list[str]] = []
 
@@ -80,7 +80,7 @@ def _fake_compilers(tmp_path: Path, monkeypatch) -> tuple[opbuild.Toolchain, lis
 
 
 def test_two_libraries_of_one_kernel_pay_nvcc_once(tmp_path, monkeypatch):
-    toolchain, calls = _fake_compilers(tmp_path, monkeypatch)
+    toolchain, calls = _fake_compilers(monkeypatch)
     op, kernel, header = tmp_path / "op.cc", tmp_path / "op_kernel.cu.cc", tmp_path / "op.h"
     op.write_text("// op\n")
     kernel.write_text("// kernel\n")
