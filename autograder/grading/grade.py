@@ -15,6 +15,14 @@ regrades everything).  ``--scheduler ADDRESS`` grades the same :class:`Batch` on
 cluster instead (:mod:`autograder.grading.distributed_grade`); files are written here,
 by :meth:`Batch.record`, either way.  A submission that breaks a limit or crashes is scored,
 never fatal, and runs in its own tree, so it cannot change a neighbour's score.
+
+**A second try for undecided speed.**  A speed check that runs out of trials before its
+interval clears the threshold says "inconclusive" (never a pass), usually because the
+machine was busy: with ``--workers 2`` on two cores, the neighbour's TensorFlow shares the
+cores with the trials.  Once the batch is done, every submission with an inconclusive part
+is graded once more, by itself, and that grade replaces the first (:func:`grade`).  Only an
+undecided result earns the second try, so a wrong "pass" is at most twice the check's own
+rate (2.5% each at an answer exactly at its threshold, :mod:`autograder.checks.timing_stats`).
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -167,6 +175,7 @@ class Batch:
     progress: Progress
     nbgrader_feedback: Path | None = None
     limit_overrides: dict = field(default_factory=dict)
+    undecided: list[Submission] | None = field(default_factory=list)  # inconclusive ones; None: a second try
 
     def limits_for(self, assignment: str) -> sandbox.Limits:
         """The limits a submission of ``assignment`` gets."""
@@ -183,7 +192,18 @@ class Batch:
     def record(self, sub: Submission, results: Results) -> None:
         """Write ``sub``'s finished grade (results.json last: it marks it graded) and count it."""
         _write(self.out, sub, results, self.nbgrader_feedback)
+        if self.undecided is not None and timing_inconclusive(results):
+            self.undecided.append(sub)  # list.append is atomic: record runs on the grading threads
         self.progress.update(bool(results.output))
+
+    def second_tries(self) -> list["Batch"]:
+        """One batch per submission left inconclusive, each graded alone once this one is done."""
+        return [replace(self, todo=[sub], undecided=None) for sub in self.undecided or ()]
+
+
+def timing_inconclusive(results: Results) -> bool:
+    """Whether a part of ``results`` is a speed check that ran out of trials undecided."""
+    return any(t.status == "inconclusive" for t in results.tests)
 
 
 def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = None,
@@ -231,8 +251,16 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
                  isolate=isolate, progress_stream=progress_stream, nbgrader_feedback=nbgrader_feedback,
                  limit_overrides=limit_overrides)
     batch.progress.show()
+    run = run or partial(grade_here, workers=workers)
     try:
-        (run or partial(grade_here, workers=workers))(batch)
+        run(batch)
+        again = batch.second_tries()
+        if again:
+            print(f"speed was inconclusive in {len(again)} submission(s); grading each again by itself",
+                  file=progress_stream, flush=True)
+            batch.progress.total += len(again)
+        for one in again:  # one at a time: nothing else of this batch shares the machine
+            run(one)
     finally:  # also after Ctrl-C: grades.csv holds what finished
         rows = _write_exports(batch.out, batch.subs, batch.assignments, exports, roster, assignment_ids)
     return rows

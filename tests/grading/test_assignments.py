@@ -7,6 +7,7 @@ and feedback when graded the way ``python -m autograder grade`` grades it
 from __future__ import annotations
 
 import functools
+from collections import Counter
 import importlib
 import json
 import pkgutil
@@ -18,7 +19,7 @@ import pytest
 from autograder.grading import feedback, sandbox
 from autograder.grading import notebook as nbtools
 from autograder.grading.check import check_notebook as run_notebook
-from tests.conftest import EXERCISES, SOLUTIONS, assignments, graded_together, notebook_for
+from tests.conftest import EXERCISES, SOLUTIONS, assignments, graded_as_a_batch, graded_together, notebook_for
 from tests import wrong_answers
 
 pytestmark = pytest.mark.slow
@@ -43,7 +44,7 @@ def grade_as_instructor(path: Path, source: Path, data_dir: Path | None = None):
 
 
 # The catalogue of one assignment is graded as one batch, two submissions at a time (as
-# `grade --workers 2` would), the first time one of its cases is asked for.
+# `grade --workers 2` would, second tries included), the first time one of its cases is asked for.
 WORKERS = 2
 _BATCHES: dict[str, dict] = {}
 
@@ -85,13 +86,16 @@ def _grade_case(assignment: str, case, folder: Path):
 
 def _catalogue_results(request, assignment: str, root: Path) -> dict:
     if assignment not in _BATCHES:
-        from concurrent.futures import ThreadPoolExecutor
-
         cases = [item.callspec.params["case"] for item in request.session.items
                  if getattr(item, "callspec", None) and item.callspec.params.get("assignment") == assignment
                  and "case" in item.callspec.params]
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            futures = {c.name: pool.submit(_grade_case, assignment, c, root / assignment / c.name) for c in cases}
+        attempts, by_name = Counter(), {c.name: c for c in cases}
+
+        def grade_case(name):
+            attempts[name] += 1  # a second try grades into a folder of its own
+            return _grade_case(assignment, by_name[name], root / assignment / f"{name}-{attempts[name]}")
+
+        futures = graded_as_a_batch(list(by_name), grade_case, WORKERS)
         _BATCHES[assignment] = {name: future.result() for name, future in futures.items()}
     return _BATCHES[assignment]
 

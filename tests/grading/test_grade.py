@@ -249,3 +249,44 @@ def test_a_resubmission_is_regraded_without_force(tmp_path, fake):
     os.utime(folder / "timestamp.txt", (later, later))
     _grade(subs, out)
     assert sorted(fake.calls) == ["alice", "alice", "bob"]  # bob's unchanged submission is kept
+
+
+def test_inconclusive_speed_is_graded_again_alone_once_the_batch_is_done(tmp_path, fake, monkeypatch):
+    """A part left inconclusive (the neighbours were busy) gets one more try, with nothing else
+    of the batch running; failed parts and a second inconclusive verdict are final."""
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    for student in ("alice", "bob", "carol", "dave"):
+        _submit(subs, student, b"{}")
+    running, overlapped, lock = set(), [], threading.Lock()
+    verdicts = {"alice": ["inconclusive", "passed"], "bob": ["failed"], "carol": ["inconclusive", "inconclusive"],
+                "dave": ["passed"]}
+
+    def timed(submission, source, **kw):
+        student = submission.parent.parent.name
+        with lock:
+            if fake.calls.count(student) and running:  # a second try must run alone
+                overlapped.append((student, sorted(running)))
+            running.add(student)
+        try:
+            fake(submission, source, **kw)
+            status = verdicts[student][fake.calls.count(student) - 1]
+            score = 3.0 if status == "passed" else 0.0
+            return Results(tests=[TestResult("test-fast", score, 3.0, f"{status} {student}", status=status)])
+        finally:
+            with lock:
+                running.discard(student)
+
+    monkeypatch.setattr(grade.sandbox, "run_submission", timed)
+    stream = io.StringIO()
+    rows = {r.student: r.results for r in grade.grade(subs, out, source=TINY_SOURCE, workers=4,
+                                                        progress_stream=stream)}
+    assert sorted(fake.calls) == ["alice", "alice", "bob", "carol", "carol", "dave"]
+    assert fake.calls[-2:] in (["alice", "carol"], ["carol", "alice"]) and not overlapped
+    assert {s: r.tests[0].status for s, r in rows.items()} == {
+        "alice": "passed", "bob": "failed", "carol": "inconclusive", "dave": "passed"}
+    assert json.loads((out / "alice" / "tiny" / "results.json").read_text())["score"] == 3
+    assert "passed alice" in (out / "alice" / "tiny" / "feedback.html").read_text()
+    assert "speed was inconclusive in 2 submission(s)" in stream.getvalue()
+    assert "6/6" in stream.getvalue().strip().splitlines()[-1]
+    _grade(subs, out)  # graded: a rerun grades nothing, carol's inconclusive result included
+    assert len(fake.calls) == 6
