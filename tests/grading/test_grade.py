@@ -290,3 +290,25 @@ def test_inconclusive_speed_is_graded_again_alone_once_the_batch_is_done(tmp_pat
     assert "6/6" in stream.getvalue().strip().splitlines()[-1]
     _grade(subs, out)  # graded: a rerun grades nothing, carol's inconclusive result included
     assert len(fake.calls) == 6
+
+
+def test_the_suites_batches_give_the_same_second_try():
+    """tests.conftest.graded_as_a_batch (how the suite grades solutions and the catalogue)
+    retries an inconclusive result alone, as grade does, and keeps an exception for its test."""
+    from tests.conftest import graded_as_a_batch
+
+    calls = []
+
+    def fake_grade(name):
+        calls.append(name)
+        if name == "broken":
+            raise RuntimeError("grader failed")
+        status = "inconclusive" if (name, calls.count(name)) in {("slow", 1), ("stuck", 1), ("stuck", 2)} else "passed"
+        return Results(tests=[TestResult("test-fast", 3.0 * (status == "passed"), 3.0, name, status=status)])
+
+    futures = graded_as_a_batch(["slow", "stuck", "fine", "broken"], fake_grade, workers=2)
+    assert sorted(calls) == ["broken", "fine", "slow", "slow", "stuck", "stuck"]
+    assert futures["slow"].result().tests[0].status == "passed"
+    assert futures["stuck"].result().tests[0].status == "inconclusive"
+    with pytest.raises(RuntimeError, match="grader failed"):
+        futures["broken"].result()
