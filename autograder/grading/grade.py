@@ -175,7 +175,7 @@ class Batch:
     progress: Progress
     nbgrader_feedback: Path | None = None
     limit_overrides: dict = field(default_factory=dict)
-    undecided: list[Submission] | None = field(default_factory=list)  # inconclusive ones; None: a second try
+    undecided: list[Submission] = field(default_factory=list)  # recorded with an inconclusive part
 
     def limits_for(self, assignment: str) -> sandbox.Limits:
         """The limits a submission of ``assignment`` gets."""
@@ -192,13 +192,13 @@ class Batch:
     def record(self, sub: Submission, results: Results) -> None:
         """Write ``sub``'s finished grade (results.json last: it marks it graded) and count it."""
         _write(self.out, sub, results, self.nbgrader_feedback)
-        if self.undecided is not None and timing_inconclusive(results):
+        if timing_inconclusive(results):
             self.undecided.append(sub)  # list.append is atomic: record runs on the grading threads
         self.progress.update(bool(results.output))
 
     def second_tries(self) -> list["Batch"]:
         """One batch per submission left inconclusive, each graded alone once this one is done."""
-        return [replace(self, todo=[sub], undecided=None) for sub in self.undecided or ()]
+        return [replace(self, todo=[sub], undecided=[]) for sub in self.undecided]
 
 
 def timing_inconclusive(results: Results) -> bool:

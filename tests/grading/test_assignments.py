@@ -7,10 +7,10 @@ and feedback when graded the way ``python -m autograder grade`` grades it
 from __future__ import annotations
 
 import functools
-from collections import Counter
 import importlib
 import json
 import pkgutil
+from collections import Counter
 from pathlib import Path
 
 import nbformat
