@@ -227,7 +227,9 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
         raise UsageError(f"no submissions{what} in {submissions}; expected <student>/<assignment>/<notebook>.ipynb")
     assignments = {name: pipeline.load_assignment(source_root / name / f"{name}.ipynb")
                    for name in sorted({s.assignment for s in subs})}
-    todo = [sub for sub in subs if force or needs_grading(out, sub)]
+    # Graded assignment by assignment (students in order within one): a judge is kept warm for the
+    # next submission of its assignment, and a few are kept at most (judge.client.MAX_IDLE).
+    todo = sorted((sub for sub in subs if force or needs_grading(out, sub)), key=lambda sub: sub.assignment)
     out.mkdir(parents=True, exist_ok=True)
     return Batch(out, subs, todo, assignments, sorted({source_root, submissions, out}), limits, isolate,
                  Progress(len(todo), len(subs) - len(todo), progress_stream),

@@ -91,6 +91,28 @@ def test_outputs_and_resume_and_force(tmp_path, fake):
     assert not list(out.rglob(".*.tmp"))  # atomic writes leave no temporary files
 
 
+def test_a_batch_is_graded_assignment_by_assignment(tmp_path, fake):
+    """Discovery is student by student; grading goes assignment by assignment (so a warm judge
+    serves the next submission of its assignment); grades.csv is written in its own order."""
+    source, subs, out = tmp_path / "source", tmp_path / "submitted", tmp_path / "out"
+    for name in ("a_first", "b_second"):
+        (source / name).mkdir(parents=True)
+        (source / name / f"{name}.ipynb").write_bytes((TINY_SOURCE / "tiny" / "tiny.ipynb").read_bytes())
+        for student in ("alice", "bob", "carol"):
+            _submit(subs, student, b"{}", assignment=name, name=f"{name}.ipynb")
+    batch = grade.plan(subs, out, source=source, progress_stream=io.StringIO())
+    assert [(s.student, s.assignment) for s in batch.subs] == [
+        ("alice", "a_first"), ("alice", "b_second"), ("bob", "a_first"), ("bob", "b_second"),
+        ("carol", "a_first"), ("carol", "b_second")]
+    assert [(s.assignment, s.student) for s in batch.todo] == [
+        ("a_first", "alice"), ("a_first", "bob"), ("a_first", "carol"),
+        ("b_second", "alice"), ("b_second", "bob"), ("b_second", "carol")]
+    grade.grade(subs, out, source=source, workers=1, progress_stream=io.StringIO())
+    assert fake.calls == ["alice", "bob", "carol"] * 2
+    rows = (out / "grades.csv").read_text().splitlines()[1:]
+    assert [(r.split(",")[0], r.split(",")[3]) for r in rows] == [(s.assignment, s.student) for s in batch.todo]
+
+
 def test_a_half_written_result_is_regraded(tmp_path, fake):
     subs, out = tmp_path / "submitted", tmp_path / "out"
     _submit(subs, "alice", b"{}")
