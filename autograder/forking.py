@@ -328,15 +328,23 @@ class Zygote:
         self.lock = threading.Lock()
         self.children: list[ForkedProcess] = []  # what it forked through its pool, while they run
         self.pending = 0  # spawns its pool has handed it and it has not answered yet (pool's lock)
+        self.ready = False  # its imports are done (it said so); the first spawn waits for that
+
+    def _wait_ready(self) -> None:
+        """Wait (under ``self.lock``) until the zygote says its imports are done: it starts
+        without waiting, so two zygotes (a worker's and a judge's) import side by side.
+        OSError if it never says so."""
+        if self.ready:
+            return
         self.sock.settimeout(START_TIMEOUT_S)
         try:
             ready = self.sock.recv(64)
         except OSError:
             ready = b""
         if ready != b"ready":
-            self.close()
-            raise OSError(f"the {what} did not start: {self.log_tail()}")
+            raise OSError(f"the {self.what} did not start: {self.log_tail()}")
         self.sock.settimeout(30.0)
+        self.ready = True
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -353,6 +361,7 @@ class Zygote:
         out_r, out_w = os.pipe()
         try:
             with self.lock:
+                self._wait_ready()
                 socket.send_fds(self.sock, [json.dumps({"cwd": str(cwd), "env": env}).encode()],
                                 [in_r, out_w, stderr.fileno()])
                 reply, fds, _, _ = socket.recv_fds(self.sock, 4096, 1)
@@ -437,6 +446,21 @@ class ZygotePool:
             zygote.pending -= 1
             zygote.children.append(child)
         return child
+
+    def prestart(self, key: tuple, start: Callable[[], Zygote]) -> None:
+        """Start the zygote for ``key`` now, without waiting for its imports, if there is none:
+        a later :meth:`spawn` finds it started.  Never raises (that spawn reports the problem)."""
+        with self.lock:
+            if key in self.zygotes and self.zygotes[key].alive():
+                return
+            try:
+                started = start()
+            except OSError:
+                return
+            old = self.zygotes.pop(key, None)
+            self.zygotes[key] = started
+        if old is not None:
+            old.close()
 
     def close_all(self) -> None:
         """Stop every zygote (at exit, on Ctrl-C)."""

@@ -126,3 +126,65 @@ def test_a_full_pool_never_closes_a_zygote_whose_children_still_run(tmp_path):
         assert second.poll() is None and third.poll() is None
     finally:
         pool.close_all()
+
+
+_WAITS_FOR_A_FILE = textwrap.dedent(f'''
+    import os, socket, sys, time
+    sys.path.insert(0, {str(ROOT)!r})
+    from autograder import forking
+
+    def child(request, fds):
+        forking.run_child(lambda: (forking.become_child(request, fds, "ag-test-child"), 0)[1])
+
+    while not os.path.exists(sys.argv[2]):  # its "imports": done when the test says so
+        time.sleep(0.05)
+    raise SystemExit(forking.serve(socket.socket(fileno=int(sys.argv[1])), child))
+''')
+
+
+def test_prestart_does_not_wait_for_the_imports_and_spawn_uses_that_zygote(tmp_path):
+    """The grader starts the worker's zygote, then the judge's: their imports run side by side only
+    if the first start returns before its zygote is ready."""
+    flag, cwd = tmp_path / "imports-done", tmp_path / "cwd"
+    cwd.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd)}
+    starts: list[forking.Zygote] = []
+
+    def start():
+        starts.append(forking.Zygote(lambda fd: [sys.executable, "-c", _WAITS_FOR_A_FILE, str(fd), str(flag)],
+                                     env, cwd, "ag-test-zygote-pre-"))
+        return starts[-1]
+
+    pool = forking.ZygotePool(1)
+    try:
+        pool.prestart(("k",), start)  # returns although the zygote cannot be ready: the flag is missing
+        assert len(starts) == 1 and starts[0].alive() and not starts[0].ready
+        pool.prestart(("k",), start)  # one is there: nothing new
+        assert len(starts) == 1
+        flag.write_text("")
+        with open(tmp_path / "child.log", "wb") as log:
+            child = pool.spawn(("k",), start, cwd, env, log)
+        assert child.wait(timeout=30) == 0
+        assert len(starts) == 1 and starts[0].ready, "spawn started a second zygote instead of the prestarted one"
+    finally:
+        pool.close_all()
+
+
+def test_a_prestarted_zygote_that_never_gets_ready_fails_its_first_spawn(tmp_path):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd)}
+    pool = forking.ZygotePool(1)
+    start = lambda: forking.Zygote(lambda fd: [sys.executable, "-c", "import sys; sys.exit('no imports here')"],  # noqa: E731
+                                   env, cwd, "ag-test-zygote-dead-", what="test zygote")
+    try:
+        pool.prestart(("k",), start)  # does not raise: the spawn reports it
+        with open(tmp_path / "child.log", "wb") as log:
+            try:
+                pool.spawn(("k",), start, cwd, env, log)
+                raise AssertionError("a spawn from a zygote that never got ready succeeded")
+            except OSError as exc:
+                assert "test zygote did not start" in str(exc) and "no imports here" in str(exc)
+        assert ("k",) not in pool.zygotes
+    finally:
+        pool.close_all()

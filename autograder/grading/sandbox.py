@@ -497,7 +497,9 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
     cgroups = _Cgroups(limits) if isolate else None
     proc = None
     run = _Run(profile=profile)
-    # Started first: its TensorFlow import overlaps the kernel's start and the learner's cells.
+    # The worker's zygote, then the judge: on a first submission their TensorFlow imports run side
+    # by side, and the judge's own start overlaps the kernel's and the learner's cells.
+    warm_start.prestart(workdir, clean_env(workdir), with_tf=prepared.include_tf, prefix=zygote_prefix())
     run.judge = judge_client.acquire(prepared.judge_cells, data_files) if prepared.judged else None
     try:
         os.chmod(workdir, 0o755)

@@ -62,6 +62,13 @@ def spawn(cwd: Path, env: dict[str, str], stderr, *, with_tf: bool, prefix: str)
     return _POOL.spawn(_key(with_tf, env), lambda: _start(with_tf, env, cwd, prefix), cwd, env, stderr)
 
 
+def prestart(cwd: Path, env: dict[str, str], *, with_tf: bool, prefix: str) -> None:
+    """Start the zygote :func:`spawn` will use, without waiting for its imports (the grader asks
+    before it starts the judge, whose zygote then imports side by side with this one)."""
+    if enabled():
+        _POOL.prestart(_key(with_tf, env), lambda: _start(with_tf, env, cwd, prefix))
+
+
 @atexit.register
 def close_all() -> None:
     """Stop every zygote (at exit, on Ctrl-C)."""
