@@ -415,13 +415,7 @@ class ZygotePool:
         """A child of the zygote for ``key`` (started by ``start()`` on first use).  OSError when
         none can start or fork (the caller starts a fresh interpreter instead)."""
         with self.lock:
-            zygote = self.zygotes.pop(key, None)
-            if zygote is not None and not zygote.alive():
-                zygote.close()
-                zygote = None
-            if zygote is None:
-                zygote = start()
-            self.zygotes[key] = zygote
+            zygote = self._live(key, start)
             zygote.pending += 1
             over = len(self.zygotes) - self.size
             evicted = []
@@ -447,20 +441,26 @@ class ZygotePool:
             zygote.children.append(child)
         return child
 
+    def _live(self, key: tuple, start: Callable[[], Zygote]) -> Zygote:
+        """(Under the pool's lock.) The running zygote for ``key``, now the most recently used;
+        one that has ended is closed and ``start()`` (which does not wait for its imports) replaces it."""
+        zygote = self.zygotes.pop(key, None)
+        if zygote is not None and not zygote.alive():
+            zygote.close()
+            zygote = None
+        if zygote is None:
+            zygote = start()
+        self.zygotes[key] = zygote
+        return zygote
+
     def prestart(self, key: tuple, start: Callable[[], Zygote]) -> None:
         """Start the zygote for ``key`` now, without waiting for its imports, if there is none:
         a later :meth:`spawn` finds it started.  Never raises (that spawn reports the problem)."""
         with self.lock:
-            if key in self.zygotes and self.zygotes[key].alive():
-                return
             try:
-                started = start()
+                self._live(key, start)
             except OSError:
-                return
-            old = self.zygotes.pop(key, None)
-            self.zygotes[key] = started
-        if old is not None:
-            old.close()
+                pass
 
     def close_all(self) -> None:
         """Stop every zygote (at exit, on Ctrl-C)."""

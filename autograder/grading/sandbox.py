@@ -499,13 +499,14 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
     run = _Run(profile=profile)
     # The worker's zygote, then the judge: on a first submission their TensorFlow imports run side
     # by side, and the judge's own start overlaps the kernel's and the learner's cells.
-    warm_start.prestart(workdir, clean_env(workdir), with_tf=prepared.include_tf, prefix=zygote_prefix())
+    env = clean_env(workdir)
+    warm_start.prestart(workdir, env, with_tf=prepared.include_tf, prefix=zygote_prefix())
     run.judge = judge_client.acquire(prepared.judge_cells, data_files) if prepared.judged else None
     try:
         os.chmod(workdir, 0o755)
         _copy_inputs(workdir, prepared, submission, data_files)
         with open(log_path, "wb") as log:
-            proc = _start_worker(workdir, log, with_tf=prepared.include_tf)
+            proc = _start_worker(workdir, env, log, with_tf=prepared.include_tf)
         with _LIVE_LOCK:
             _LIVE[proc.pid] = (proc, cgroups)
         _converse(proc, _job(workdir, prepared, limits, hidden_dirs, isolate, cgroups), prepared, limits, run)
@@ -523,10 +524,9 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
     return results
 
 
-def _start_worker(workdir: Path, log, *, with_tf: bool):
-    """The sandbox worker for one submission: forked by the warm zygote (``warm_start``), or a
-    fresh interpreter when warm workers are off or their zygote cannot start."""
-    env = clean_env(workdir)
+def _start_worker(workdir: Path, env: dict[str, str], log, *, with_tf: bool):
+    """The sandbox worker for one submission (``env``: its ``clean_env``): forked by the warm zygote
+    (``warm_start``), or a fresh interpreter when warm workers are off or their zygote cannot start."""
     if warm_start.enabled():
         try:
             return warm_start.spawn(workdir, env, log, with_tf=with_tf, prefix=zygote_prefix())
