@@ -10,13 +10,13 @@ learner's function, timed from outside the kernel).
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder.grading import sandbox
+from tests.conftest import graded_as_a_batch
 
 pytestmark = pytest.mark.slow
 
@@ -225,7 +225,7 @@ def _notebook(values: str, speed: str) -> nbformat.NotebookNode:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Every attack (with a wrong answer), the wrong answer alone and the right one, graded two at a time."""
+    """Every attack (with a wrong answer), the wrong answer alone and the right one, graded as a batch."""
     root = tmp_path_factory.mktemp("judge_attacks")
     source = root / "source" / "tiny.ipynb"
     source.parent.mkdir()
@@ -242,11 +242,11 @@ def graded(tmp_path_factory):
         paths[name] = path
 
     def grade(name):
-        results = sandbox.run_submission(paths[name], source, hidden_dirs=[source.parent], limits=LIMITS)
-        return name, {t.name: (t.score, t.output) for t in results.tests}
+        return sandbox.run_submission(paths[name], source, hidden_dirs=[source.parent], limits=LIMITS)
 
-    with ThreadPoolExecutor(2) as pool:
-        return dict(pool.map(grade, paths))
+    # As `grade --workers 2` grades: two at a time, then an inconclusive speed part once more, alone.
+    futures = graded_as_a_batch(list(paths), grade, workers=2)
+    return {name: {t.name: (t.score, t.output) for t in future.result().tests} for name, future in futures.items()}
 
 
 def test_the_right_answer_takes_full_marks(graded):
