@@ -150,7 +150,10 @@ def execute_ahead(root: Path, cache_dir: Path, jobs: int, log=print) -> list[Ran
     def run(item):
         page, notebook, _ = item
         with _working_folder(page, settings["in_temp"]) as cwd:
+            # A kernel gets as long to start as a cell to run: on a loaded machine (the test
+            # suite builds the book on idle CPU) 60 s can pass before it answers.
             result = single_nb_execution(notebook, cwd=cwd, timeout=settings["timeout"],
+                                         startup_timeout=settings["timeout"],
                                          allow_errors=settings["allow_errors"], meta_override=True)
         return page, notebook, result
 

@@ -98,7 +98,47 @@ def _has_gpu() -> bool:
         return False
 
 
+# --- the book build: one per session, started after collection, its readers last ----------
+
+BOOK_BUILD = pytest.StashKey()
+READS_THE_BOOK = ("built_book", "book_build_done")  # fixtures of tests/book/conftest.py
+
+
+def book_readers_last(items: list) -> list:
+    """``items`` with the tests that read the built book moved to the end (order kept), so a
+    build started in the background has the rest of the session to finish in."""
+    reads = [any(name in getattr(item, "fixturenames", ()) for name in READS_THE_BOOK) for item in items]
+    return [i for i, r in zip(items, reads) if not r] + [i for i, r in zip(items, reads) if r]
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly or not any("built_book" in getattr(item, "fixturenames", ())
+                                                    for item in session.items):
+        return
+    from tests.book.book_build import BookBuild
+
+    build = BookBuild([sys.executable, str(ROOT / "book" / "build_book.py"), "build", ".", "--builder", "html",
+                       "-W", "-n", "--keep-going"], cwd=ROOT)
+    session.config.stash[BOOK_BUILD] = build
+    build.start()
+
+
+def pytest_sessionfinish(session):
+    build = session.config.stash.get(BOOK_BUILD, None)
+    if build is not None:
+        build.stop()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    build = config.stash.get(BOOK_BUILD, None)
+    if build is not None and build.finished is not None:
+        where = "in the background on idle CPU" if build.in_background else "in the foreground"
+        terminalreporter.write_line(f"book build: {where}, {build.finished - build.started:.0f} s; the tests that read "
+                                    f"it waited {build.waited:.0f} s for it")
+
+
 def pytest_collection_modifyitems(config, items):
+    items[:] = book_readers_last(items)
     if not any(item.get_closest_marker("gpu") for item in items):
         return
     if _has_gpu():

@@ -1,16 +1,16 @@
 """The built book, shared by every book test: built once per session the way `make book`
 builds it (book/build_book.py: stale pages executed two at a time, then jupyter-book; the
-execution cache makes a rebuild of unchanged chapters take seconds)."""
+execution cache makes a rebuild of unchanged chapters take seconds), in the background
+from the start of the session where it can be (tests/book/book_build.py)."""
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import BOOK_BUILD, ROOT
 
 
 def load_book_script(name: str):
@@ -24,9 +24,17 @@ def load_book_script(name: str):
 
 
 @pytest.fixture(scope="session")
-def built_book() -> Path:
-    proc = subprocess.run([sys.executable, str(ROOT / "book" / "build_book.py"), "build", ".", "--builder", "html",
-                           "-W", "-n", "--keep-going"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=3600)
-    assert proc.returncode == 0, f"book build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}"
+def built_book(request) -> Path:
+    """``_build/html``, from the session's one build (tests.book.book_build): this waits for it."""
+    code, output = request.config.stash[BOOK_BUILD].wait()
+    assert code == 0, f"book build failed:\n{output[-10000:]}"
     return ROOT / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def book_build_done(request) -> None:
+    """For tests that read the execution cache when a build left one: waits for this
+    session's build, if it has one (its failure is test_book's to report)."""
+    build = request.config.stash.get(BOOK_BUILD, None)
+    if build is not None:
+        build.wait()

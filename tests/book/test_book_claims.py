@@ -136,7 +136,7 @@ def test_chapter_4_prose_states_no_op_or_launch_count_other_than_the_chains():
         assert int(number) in (ops, ops - 1), f"chapter 4 says {number} kernel launches; chain() runs {ops} ops"
 
 
-def test_chapter_4_prints_the_op_count_its_chain_runs():
+def test_chapter_4_prints_the_op_count_its_chain_runs(book_build_done):
     outputs = executed_outputs(XLA)
     if outputs is None:
         pytest.skip("no executed chapter 4 from a build of the current source (run `make book`)")
@@ -144,7 +144,7 @@ def test_chapter_4_prints_the_op_count_its_chain_runs():
     assert printed == [chapter_4_chain_ops()], f"chapter 4 printed {printed}"
 
 
-def test_chapter_4_prints_the_confidence_level_its_prose_names():
+def test_chapter_4_prints_the_confidence_level_its_prose_names(book_build_done):
     outputs = executed_outputs(XLA)
     if outputs is None:
         pytest.skip("no executed chapter 4 from a build of the current source (run `make book`)")

@@ -111,16 +111,6 @@ class DevTools:
 
 
 @pytest.fixture(scope="module")
-def built_book() -> Path:
-    """The book as `make book` builds it (cached: seconds when nothing changed)."""
-    proc = subprocess.run([sys.executable, str(ROOT / "book" / "build_book.py"), "build", ".", "--builder",
-                           "html", "-W", "-n", "--keep-going"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=3600)
-    assert proc.returncode == 0, f"book build failed:\n{proc.stderr[-4000:]}\n{proc.stdout[-3000:]}"
-    return HTML
-
-
-@pytest.fixture(scope="module")
 def server(built_book):
     handler = functools.partial(_QuietHandler, directory=str(built_book))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
