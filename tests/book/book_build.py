@@ -13,22 +13,23 @@ builds it in the foreground, as before.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 CPU_CGROUPS = Path("/sys/fs/cgroup/cpu")
+_GROUPS = itertools.count()
 
 
-def idle_cgroup(name: str, root: Path = CPU_CGROUPS) -> Path | None:
-    """A new cgroup ``root/name`` whose tasks get only idle CPU time, or None where this
-    process may not make one (or ``BOOK_BUILD_IN_BACKGROUND=0`` says not to)."""
-    if os.environ.get("BOOK_BUILD_IN_BACKGROUND", "1") == "0":
-        return None
-    group = root / name
+def idle_cgroup(root: Path = CPU_CGROUPS) -> Path | None:
+    """A new cgroup under ``root`` whose tasks get only idle CPU time, named after this
+    process, or None where this process may not make one."""
+    group = root / f"tf-gpu-course-book-{os.getpid()}-{next(_GROUPS)}"
     try:
         group.mkdir()
     except OSError:
@@ -69,9 +70,10 @@ class BookBuild:
         return self.group is not None
 
     def start(self) -> bool:
-        """Start the build in an idle cgroup; False (nothing started) where none can be made."""
-        if self.proc is None:
-            self.group = idle_cgroup(f"tf-gpu-course-book-{os.getpid()}", self.cgroup_root)
+        """Start the build in an idle cgroup; False (nothing started) where none can be made
+        or ``BOOK_BUILD_IN_BACKGROUND=0`` says not to."""
+        if self.proc is None and os.environ.get("BOOK_BUILD_IN_BACKGROUND", "1") != "0":
+            self.group = idle_cgroup(self.cgroup_root)
             if self.group is not None:
                 # The shell joins the group before it execs the build, so every descendant is born in it.
                 self._spawn(["/bin/sh", "-c", 'echo $$ > "$1" && shift && exec "$@"', "sh",
@@ -83,6 +85,11 @@ class BookBuild:
             self.proc = subprocess.Popen(argv, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         self.started = time.monotonic()
+        threading.Thread(target=self._note_the_end, args=(self.proc,), daemon=True).start()
+
+    def _note_the_end(self, proc: subprocess.Popen) -> None:
+        proc.wait()
+        self.finished = time.monotonic()
 
     def wait(self, timeout: float = 3600) -> tuple[int, str]:
         """(exit status, the build's output), building in the foreground if nothing was started."""
@@ -90,9 +97,8 @@ class BookBuild:
         if self.proc is None:
             self._spawn(self.argv)
         code = self.proc.wait(timeout=timeout)
-        if self.finished is None:
-            self.finished = time.monotonic()
-            self.waited = self.finished - asked
+        if not self.waited:
+            self.waited = time.monotonic() - asked
         return code, self.log.read_text(errors="replace")
 
     def stop(self) -> None:

@@ -16,7 +16,7 @@ from tests.conftest import book_readers_last
 
 
 def _can_make_cgroups() -> bool:
-    group = idle_cgroup(f"tf-gpu-course-probe-{os.getpid()}")
+    group = idle_cgroup()
     if group is None:
         return False
     group.rmdir()
@@ -48,7 +48,12 @@ def test_without_a_cgroup_the_build_runs_in_the_foreground_when_asked(tmp_path):
 
 def test_the_switch_turns_the_background_off(monkeypatch, tmp_path):
     monkeypatch.setenv("BOOK_BUILD_IN_BACKGROUND", "0")
-    assert idle_cgroup("any", root=tmp_path) is None and not (tmp_path / "any").exists()
+    build = BookBuild(_python("print('built')"), cwd=tmp_path, cgroup_root=tmp_path)
+    try:
+        assert build.start() is False and build.proc is None and list(tmp_path.iterdir()) == []
+        assert build.wait() == (0, "built\n")
+    finally:
+        build.stop()
 
 
 def test_a_failed_build_returns_its_status_and_output(tmp_path):
@@ -113,3 +118,15 @@ def test_the_idle_cgroup_gets_little_cpu_beside_busy_processes(tmp_path):
     assert code == 0
     # Side by side in one window: a spinner with a core of its own gets ~2 s; the idle one a sliver.
     assert float(output) < 0.3 * min(foreground), (output, foreground)
+
+
+@needs_cgroups
+def test_two_groups_of_one_process_do_not_collide():
+    """The session's own build holds a group while this module's builds make theirs."""
+    first, second = idle_cgroup(), idle_cgroup()
+    try:
+        assert first is not None and second is not None and first != second
+    finally:
+        for group in (first, second):
+            if group is not None:
+                group.rmdir()
