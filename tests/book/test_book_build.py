@@ -27,6 +27,12 @@ needs_cgroups = pytest.mark.skipif(not _can_make_cgroups(),
                                    reason=f"cannot make a cgroup under {CPU_CGROUPS} (needs root and cgroup v1's cpu)")
 
 
+@pytest.fixture
+def background_allowed(monkeypatch):
+    """These tests are of the background build itself: a run with the switch off still runs them."""
+    monkeypatch.delenv("BOOK_BUILD_IN_BACKGROUND", raising=False)
+
+
 def _python(code: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code)]
 
@@ -66,7 +72,7 @@ def test_a_failed_build_returns_its_status_and_output(tmp_path):
 
 
 @needs_cgroups
-def test_the_build_and_a_child_in_a_new_session_run_in_the_idle_cgroup_and_stop_with_it(tmp_path):
+def test_the_build_and_a_child_in_a_new_session_run_in_the_idle_cgroup_and_stop_with_it(tmp_path, background_allowed):
     build = BookBuild(_python("""
         import subprocess, sys
         child = subprocess.Popen(["sleep", "600"], start_new_session=True)
@@ -100,7 +106,7 @@ def _spin(start: float, end: float) -> list[str]:
 
 
 @needs_cgroups
-def test_the_idle_cgroup_gets_little_cpu_beside_busy_processes(tmp_path):
+def test_the_idle_cgroup_gets_little_cpu_beside_busy_processes(tmp_path, background_allowed):
     import subprocess
     import time
 
