@@ -1,7 +1,7 @@
 """The built book, shared by every book test: built once per session the way `make book`
 builds it (book/build_book.py: stale pages executed two at a time, then jupyter-book; the
-execution cache makes a rebuild of unchanged chapters take seconds), in the background
-from the start of the session where it can be (tests/book/book_build.py)."""
+execution cache makes a rebuild of unchanged chapters take seconds); with
+BOOK_BUILD_IN_BACKGROUND=1, on idle CPU from the start of the session (tests/book/book_build.py)."""
 from __future__ import annotations
 
 import importlib.util
