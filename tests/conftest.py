@@ -98,17 +98,29 @@ def _has_gpu() -> bool:
         return False
 
 
-# --- the book build: one per session, started after collection, its readers last ----------
+# --- the book build: one per session, beside the untimed tests, its readers last ----------
 
 BOOK_BUILD = pytest.StashKey()
 READS_THE_BOOK = ("built_book", "book_build_done")  # fixtures of tests/book/conftest.py
 
 
-def book_readers_last(items: list) -> list:
-    """``items`` with the tests that read the built book moved to the end (order kept), so a
-    build started in the background has the rest of the session to finish in."""
-    reads = [any(name in getattr(item, "fixturenames", ()) for name in READS_THE_BOOK) for item in items]
-    return [i for i, r in zip(items, reads) if not r] + [i for i, r in zip(items, reads) if r]
+def reads_the_book(item) -> bool:
+    return any(name in getattr(item, "fixturenames", ()) for name in READS_THE_BOOK)
+
+
+def untimed(item) -> bool:
+    """Marked ``untimed``: it times nothing and grades no speed part, so it may run beside the book build."""
+    return item.get_closest_marker("untimed") is not None
+
+
+def in_build_order(items: list) -> list:
+    """``items`` in three groups, order kept within each: the untimed tests (they run while the
+    session's book build does), the rest (each waits for the build to end), then the tests that
+    read the built book."""
+    readers = [reads_the_book(item) for item in items]
+    first = [i for i, r in zip(items, readers) if not r and untimed(i)]
+    then = [i for i, r in zip(items, readers) if not r and not untimed(i)]
+    return first + then + [i for i, r in zip(items, readers) if r]
 
 
 def pytest_collection_finish(session):
@@ -123,6 +135,13 @@ def pytest_collection_finish(session):
     build.start()
 
 
+def pytest_runtest_setup(item):
+    """A test that may time something does not share the CPU with the book build: it waits."""
+    build = item.config.stash.get(BOOK_BUILD, None)
+    if build is not None and build.running and not untimed(item):
+        build.wait()
+
+
 def pytest_sessionfinish(session):
     build = session.config.stash.get(BOOK_BUILD, None)
     if build is not None:
@@ -132,13 +151,13 @@ def pytest_sessionfinish(session):
 def pytest_terminal_summary(terminalreporter, config):
     build = config.stash.get(BOOK_BUILD, None)
     if build is not None and build.finished is not None:
-        where = "in the background on idle CPU" if build.in_background else "in the foreground"
-        terminalreporter.write_line(f"book build: {where}, {build.finished - build.started:.0f} s; the tests that read "
-                                    f"it waited {build.waited:.0f} s for it")
+        where = "beside the untimed tests" if build.in_background else "in the foreground"
+        terminalreporter.write_line(f"book build: {where}, {build.finished - build.started:.0f} s; the first test "
+                                    f"that needed it to end waited {build.waited:.0f} s for it")
 
 
 def pytest_collection_modifyitems(config, items):
-    items[:] = book_readers_last(items)
+    items[:] = in_build_order(items)
     if not any(item.get_closest_marker("gpu") for item in items):
         return
     if _has_gpu():

@@ -27,6 +27,8 @@ import pytest
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
+pytestmark = pytest.mark.untimed
+
 DIST = "tf-gpu-course-autograder"
 WRONG_DOUBLE = "def double(x):\n    return x\n"
 # What a build of the package never needs from the checkout.

@@ -1,138 +1,116 @@
-"""The session's one book build (tests/book/book_build.py): its readers run last; in an
-idle cgroup it and everything it starts get only spare CPU, and nothing of it outlives
-the session; without one it runs in the foreground."""
+"""The session's one book build (tests/book/book_build.py): the untimed tests run beside it,
+every other test waits for it to end, its readers run last, and nothing of it outlives
+the session; with the switch off it runs in the foreground."""
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from tests.book.book_build import CPU_CGROUPS, BookBuild, idle_cgroup, members
-from tests.conftest import book_readers_last
+from tests import conftest
+from tests.book.book_build import BookBuild
+from tests.conftest import BOOK_BUILD, in_build_order
 
-
-def _can_make_cgroups() -> bool:
-    group = idle_cgroup()
-    if group is None:
-        return False
-    group.rmdir()
-    return True
-
-
-needs_cgroups = pytest.mark.skipif(not _can_make_cgroups(),
-                                   reason=f"cannot make a cgroup under {CPU_CGROUPS} (needs root and cgroup v1's cpu)")
+pytestmark = pytest.mark.untimed
 
 
 @pytest.fixture
 def background_allowed(monkeypatch):
     """These tests are of the background build itself: a run with the switch off still runs them."""
-    monkeypatch.setenv("BOOK_BUILD_IN_BACKGROUND", "1")
+    monkeypatch.delenv("BOOK_BUILD_IN_BACKGROUND", raising=False)
 
 
 def _python(code: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code)]
 
 
-def test_the_tests_that_read_the_book_run_last_in_their_order():
-    items = [SimpleNamespace(name=n, fixturenames=f) for n, f in
-             [("a", ["tmp_path"]), ("b", ["built_book"]), ("c", []), ("d", ["book_build_done"]), ("e", ["built_book"])]]
-    assert [i.name for i in book_readers_last(items)] == ["a", "c", "b", "d", "e"]
+def _item(name: str, fixtures=(), untimed: bool = False, config=None):
+    marker = object() if untimed else None
+    return SimpleNamespace(name=name, fixturenames=list(fixtures), config=config,
+                           get_closest_marker=lambda wanted: marker if wanted == "untimed" else None)
 
 
-def test_without_a_cgroup_the_build_runs_in_the_foreground_when_asked(tmp_path):
-    build = BookBuild(_python("print('built')"), cwd=tmp_path, cgroup_root=tmp_path / "no" / "such")
+def test_untimed_tests_come_first_then_the_rest_then_the_readers_each_in_their_order():
+    items = [_item("a", ["tmp_path"]), _item("b", ["built_book"]), _item("c", untimed=True),
+             _item("d", ["book_build_done"]), _item("e"), _item("f", untimed=True), _item("g", ["built_book"])]
+    assert [i.name for i in in_build_order(items)] == ["c", "f", "a", "e", "b", "d", "g"]
+
+
+def test_a_timed_test_waits_for_a_running_build_and_an_untimed_one_does_not(tmp_path, background_allowed):
+    build = BookBuild(_python("import time; time.sleep(1.5); print('built')"), cwd=tmp_path)
+    config = SimpleNamespace(stash={BOOK_BUILD: build})
     try:
-        assert build.start() is False and build.proc is None
-        assert build.wait() == (0, "built\n")
+        assert build.start() is True
+        conftest.pytest_runtest_setup(_item("untimed", untimed=True, config=config))
+        assert build.running, "an untimed test must not wait for the build"
+        conftest.pytest_runtest_setup(_item("timed", config=config))
+        assert build.proc.poll() == 0 and build.waited > 0.5
     finally:
         build.stop()
 
 
-def test_the_switch_turns_the_background_off(monkeypatch, tmp_path):
+def test_the_background_build_returns_its_output_when_waited_for(tmp_path, background_allowed):
+    build = BookBuild(_python("print('built')"), cwd=tmp_path)
+    try:
+        assert build.start() is True and build.in_background
+        assert build.wait() == (0, "built\n")
+        deadline = time.monotonic() + 10
+        while build.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert build.finished is not None
+    finally:
+        build.stop()
+
+
+def test_the_switch_builds_in_the_foreground_when_asked(monkeypatch, tmp_path):
     monkeypatch.setenv("BOOK_BUILD_IN_BACKGROUND", "0")
-    build = BookBuild(_python("print('built')"), cwd=tmp_path, cgroup_root=tmp_path)
+    build = BookBuild(_python("print('built')"), cwd=tmp_path)
     try:
-        assert build.start() is False and build.proc is None and list(tmp_path.iterdir()) == []
+        assert build.start() is False and build.proc is None and not build.running
         assert build.wait() == (0, "built\n")
     finally:
         build.stop()
 
 
-def test_a_failed_build_returns_its_status_and_output(tmp_path):
-    build = BookBuild(_python("import sys; print('chapter 3 failed'); sys.exit(3)"), cwd=tmp_path,
-                      cgroup_root=tmp_path / "none")
+def test_a_failed_build_returns_its_status_and_output(tmp_path, background_allowed):
+    build = BookBuild(_python("import sys; print('chapter 3 failed'); sys.exit(3)"), cwd=tmp_path)
     try:
+        build.start()
         assert build.wait() == (3, "chapter 3 failed\n")
     finally:
         build.stop()
 
 
-@needs_cgroups
-def test_the_build_and_a_child_in_a_new_session_run_in_the_idle_cgroup_and_stop_with_it(tmp_path, background_allowed):
-    build = BookBuild(_python("""
-        import subprocess, sys
+def test_stop_ends_the_build_and_a_child_in_a_session_of_its_own(tmp_path, background_allowed):
+    """A kernel the build starts runs in a new session (jupyter_client starts it so)."""
+    pid_file = tmp_path / "child"
+    build = BookBuild(_python(f"""
+        import subprocess, time
         child = subprocess.Popen(["sleep", "600"], start_new_session=True)
-        print(open("/proc/self/cgroup").read(), open(f"/proc/{child.pid}/cgroup").read(), child.pid)
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        time.sleep(600)
     """), cwd=tmp_path)
-    assert build.start() is True
-    group = build.group
-    code, output = build.wait()
-    assert code == 0, output
-    assert output.count(f"cpu:/{group.name}\n") == 2, output
-    assert (group / "cpu.idle").read_text().strip() == "1" or (group / "cpu.shares").read_text().strip() == "2"
-    sleeper = int(output.split()[-1])
-    assert members(group) == [sleeper]
+    build.start()
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the build never started its child"
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
     build.stop()
-    assert not group.exists()
-    assert not Path(f"/proc/{sleeper}").exists() or "Z" in Path(f"/proc/{sleeper}/stat").read_text().split()[2]
+    assert build.proc.poll() is not None
+    assert not Path(f"/proc/{child}").exists() or Path(f"/proc/{child}/stat").read_text().split()[2] == "Z"
+    assert not build.log.exists()
 
 
-def _spin(start: float, end: float) -> list[str]:
-    """A process that keeps a core busy until ``end`` (``time.monotonic``, the same clock in
-    every process) and prints the CPU seconds it got between ``start`` and ``end``."""
-    return _python(f"""
-        import time
-        while time.monotonic() < {start}:
-            pass
-        before = time.process_time()
-        while time.monotonic() < {end}:
-            pass
-        print(time.process_time() - before)
-    """)
-
-
-@needs_cgroups
-def test_the_idle_cgroup_gets_little_cpu_beside_busy_processes(tmp_path, background_allowed):
-    import subprocess
-    import time
-
-    start = time.monotonic() + 1.5  # the idle spinner's interpreter starts with no one in its way
-    build = BookBuild(_spin(start, start + 2), cwd=tmp_path)
-    try:
-        build.start()
-        time.sleep(0.5)
-        busy = [subprocess.Popen(_spin(start, start + 2), stdout=subprocess.PIPE, text=True, start_new_session=True)
-                for _ in range(len(os.sched_getaffinity(0)))]
-        foreground = [float(p.communicate(timeout=60)[0]) for p in busy]
-        code, output = build.wait()
-    finally:
-        build.stop()
-    assert code == 0
-    # Side by side in one window: a spinner with a core of its own gets ~2 s; the idle one a sliver.
-    assert float(output) < 0.3 * min(foreground), (output, foreground)
-
-
-@needs_cgroups
-def test_two_groups_of_one_process_do_not_collide():
-    """The session's own build holds a group while this module's builds make theirs."""
-    first, second = idle_cgroup(), idle_cgroup()
-    try:
-        assert first is not None and second is not None and first != second
-    finally:
-        for group in (first, second):
-            if group is not None:
-                group.rmdir()
+def test_no_untimed_module_calls_a_speed_check():
+    """``untimed`` is a promise the scheduling relies on: a module that measures a speedup may not make it."""
+    tests = Path(conftest.__file__).parent
+    offenders = [str(path.relative_to(tests)) for path in sorted(tests.rglob("test_*.py"))
+                 if "pytest.mark.untimed" in (text := path.read_text())
+                 and any(f"{name}(" in text for name in ("measure_speedup", "assert_speedup",
+                                                         "measure_relative_speedup", "assert_relative_speedup"))]
+    assert offenders == [], f"marked untimed but measuring speed: {offenders}"

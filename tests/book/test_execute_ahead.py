@@ -17,7 +17,7 @@ import pytest
 from tests.book.conftest import load_book_script
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.untimed]
 
 execute_ahead = load_book_script("execute_ahead")
 

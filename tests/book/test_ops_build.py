@@ -21,6 +21,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.untimed
+
 OPS = ROOT / "book" / "ops"
 BUILD_SCRIPT = OPS / "build.py"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),

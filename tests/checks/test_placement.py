@@ -35,6 +35,8 @@ from autograder.checks.placement import (
     short_device,
 )
 
+pytestmark = pytest.mark.untimed
+
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "files" / "logs"
 FULL = "/job:localhost/replica:0/task:0/device:"

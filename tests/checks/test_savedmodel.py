@@ -6,6 +6,8 @@ import pytest
 
 from autograder.checks import savedmodel as sm
 
+pytestmark = pytest.mark.untimed
+
 tf = pytest.importorskip("tensorflow")
 
 W = np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0

@@ -10,6 +10,8 @@ import pytest
 from autograder.checks import serving
 from autograder.checks.serving import RequestError, format_response, parse_request
 
+pytestmark = pytest.mark.untimed
+
 tf = pytest.importorskip("tensorflow")
 
 W = np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0

@@ -24,6 +24,8 @@ from autograder.grading.results import Results, TestResult
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
+pytestmark = pytest.mark.untimed
+
 SPEED_SOURCE = ROOT / "tests" / "files" / "hostile" / "speed" / "source"
 HIDDEN_DOUBLE = "assert double(21) == 42"  # the start of a hidden test line of tiny.ipynb
 HIDDEN_WORD = "assert isinstance(SECRET_WORD, str)"

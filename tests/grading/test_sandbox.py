@@ -10,6 +10,8 @@ import pytest
 from autograder.grading import pipeline, sandbox
 from tests.files.hostile.catalogue import TINY, TINY_SOURCE, answers
 
+pytestmark = pytest.mark.untimed
+
 DATA = [TINY.parent / "data.txt"]
 
 

@@ -17,6 +17,8 @@ from autograder import forking
 from autograder.judge import client
 from tests.conftest import ROOT, still_running
 
+pytestmark = pytest.mark.untimed
+
 # A hidden test that prints what the judge process is.
 FACTS = '''
 import json, os, sys
