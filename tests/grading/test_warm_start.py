@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from autograder.grading import sandbox, warm_start
 from tests.conftest import ROOT, still_running
