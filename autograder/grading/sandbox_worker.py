@@ -13,6 +13,7 @@ test cell (answered ``Source``, run it here, or ``Serve``, answer the judge's
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -259,6 +260,7 @@ class _Worker:
         self.sandbox: dict = {}
         self.profile: dict | None = None
         self.frozen: dict[str, str] = {}  # frozen name -> how it is frozen ("NAME" or "state:NAME")
+        self.stopped: dict = {}  # pid -> psutil.Process, what freeze(True) stopped
 
     def send(self, message) -> None:
         self.out.write(protocol.encode(message))
@@ -298,9 +300,11 @@ class _Worker:
     def run_probe(self, message) -> "protocol.ProbeResult":
         """One probe as one cell, timed here (outside the kernel) from request to reply."""
         token = "AGP" + secrets.token_hex(12)
-        request = {k: v for k, v in asdict(message).items()}
+        request = json.dumps(asdict(message)).encode()
+        folder = self.workdir / ".tmp"
+        (folder / f"{token}.req").write_bytes(request)  # the kernel is stopped: it reads the file once running
         source = (f"__import__('autograder.checks.probe', fromlist=['serve']).serve({token!r}, "
-                  f"{json.dumps(request)!r})")
+                  f"{str(folder)!r}, {hashlib.sha256(request).hexdigest()!r})")
         self.freeze(False)
         try:
             start = time.perf_counter()
@@ -308,23 +312,43 @@ class _Worker:
             wall = time.perf_counter() - start
         finally:
             self.freeze(True)
+        answer = self.take_answer(folder / f"{token}.ans")
+        (folder / f"{token}.req").unlink(missing_ok=True)
         if index in self.client.timed_out:
             return protocol.ProbeResult(_probe_error(
                 "Timeout", f"your code ran longer than {self.limits.cell_timeout_s:g} s and was stopped"), wall)
-        answer = runner.after_token(runner.stdout_of(cell), token)
-        if answer is not None:
+        if answer is not None and len(answer) <= self.limits.output_kb * 1024:
             return protocol.ProbeResult(answer, wall)
+        if answer is not None:
+            return protocol.ProbeResult(_probe_error(
+                "Output", f"your code returned more than {self.limits.output_kb} KB of data; return less"), wall)
         if index in self.client.overflowed:
             return protocol.ProbeResult(_probe_error(
                 "Output", f"your code printed more than {self.limits.output_kb} KB; print less"), wall)
         return protocol.ProbeResult(_probe_error("NoAnswer", "the call of your code did not return (did it "
                                                  "change how cells run or print?)"), wall)
 
-    def freeze(self, stop: bool) -> None:
-        """SIGSTOP (or SIGCONT) the kernel's process group and every process under this worker.
+    def take_answer(self, path: Path) -> str | None:
+        """The probe's answer file, removed (None when there is none); read no further than one byte
+        past the limit, so a huge file cannot fill this worker's memory."""
+        try:
+            with open(path, "rb") as f:
+                data = f.read(self.limits.output_kb * 1024 + 1)
+            path.unlink()
+        except OSError:
+            return None
+        return data.decode("utf-8", "replace")
 
-        Each process is listed and signalled on its own, so one that exits meanwhile cannot
-        leave the others running (or, worse, stopped)."""
+    def freeze(self, stop: bool) -> None:
+        """SIGSTOP the kernel's process group and every process under this worker, or SIGCONT
+        them all again.
+
+        Stopping lists the descendants (one scan of /proc) and stops each on its own, then lists
+        them again until a scan finds none new: a process forked between a scan and its parent's
+        stop is caught by the next, and once all are stopped none can fork. Each is signalled on
+        its own, so one that exits meanwhile cannot leave the others running. Continuing needs no
+        scan: nothing under a stopped tree was born since, so it continues exactly those stopped
+        (psutil refuses a PID that was reused)."""
         import psutil
 
         signum = signal.SIGSTOP if stop else signal.SIGCONT
@@ -334,18 +358,27 @@ class _Worker:
                 os.killpg(os.getpgid(pid), signum)
         except OSError:
             pass
-        stack = [psutil.Process()]
-        while stack:
-            try:
-                children = stack.pop().children()
-            except psutil.Error:
-                continue
-            for child in children:
+        if not stop:
+            for proc in self.stopped.values():
                 try:
-                    child.send_signal(signum)
+                    proc.send_signal(signum)
                 except psutil.Error:
                     pass
-            stack.extend(children)
+            self.stopped = {}
+            return
+        while True:
+            try:
+                new = [p for p in psutil.Process().children(recursive=True) if p.pid not in self.stopped]
+            except psutil.Error:
+                new = []
+            if not new:
+                return
+            for proc in new:
+                try:
+                    proc.send_signal(signum)
+                except psutil.Error:
+                    pass
+                self.stopped[proc.pid] = proc
 
     def kernel_pid(self) -> int | None:
         km = getattr(self.client, "km", None)

@@ -61,29 +61,36 @@ def test_judge_here_uses_the_judge_when_there_is_one(monkeypatch):
     assert seen == [probe.InKernelLearner, probe.Learner]
 
 
-def test_serve_prints_its_answer_in_one_write_newline_included(monkeypatch):
-    # Two writes (answer, then newline) would let TensorFlow's placer lines, forwarded
-    # into the same stream from another thread, land between them.
-    import sys
+def _serve(monkeypatch, folder, request: bytes, digest: str | None = None) -> str:
+    import hashlib
 
     import IPython
 
     class Shell:
         user_ns = _namespace()
 
-    writes = []
-
-    class Recorder:
-        def write(self, text):
-            writes.append(text)
-            return len(text)
-
-        def flush(self):
-            pass
-
     monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
-    monkeypatch.setattr(sys, "stdout", Recorder())
-    probe.serve("TOK", json.dumps({"op": "call", "code": "double", "args": plain.dumps(((3,), {}))}))
-    answer = [w for w in writes if w]
-    assert len(answer) == 1 and answer[0].startswith("TOK") and answer[0].endswith("\n")
-    assert probe.parse_response(answer[0][3:-1]).tolist() == 6
+    (folder / "TOK.req").write_bytes(request)
+    probe.serve("TOK", str(folder), digest or hashlib.sha256(request).hexdigest())
+    assert not (folder / "TOK.req").exists() and not (folder / "TOK.tmp").exists()
+    return (folder / "TOK.ans").read_text()
+
+
+def test_serve_reads_the_request_file_and_writes_the_answer_file(monkeypatch, tmp_path):
+    request = json.dumps({"op": "call", "code": "double", "args": plain.dumps(((3,), {}))}).encode()
+    assert probe.parse_response(_serve(monkeypatch, tmp_path, request)).tolist() == 6
+
+
+def test_serve_refuses_a_request_file_changed_after_the_worker_wrote_it(monkeypatch, tmp_path):
+    request = json.dumps({"op": "call", "code": "double", "args": plain.dumps(((3,), {}))}).encode()
+    with pytest.raises(probe.LearnerError, match="changed on its way"):
+        probe.parse_response(_serve(monkeypatch, tmp_path, request, digest="0" * 64))
+
+
+def test_serve_without_a_request_file_answers_an_error(monkeypatch, tmp_path):
+    import IPython
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    probe.serve("TOK", str(tmp_path), "0" * 64)
+    with pytest.raises(probe.LearnerError, match="could not be read"):
+        probe.parse_response((tmp_path / "TOK.ans").read_text())
