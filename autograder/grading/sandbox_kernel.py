@@ -6,7 +6,7 @@ A warm worker (forked from :mod:`autograder.grading.warm_start`'s zygote, with
 TensorFlow and ipykernel already imported) does not exec a fresh Python: it
 forks a :class:`KernelSeed` while it is still one thread, right after its
 isolation, and the seed becomes the same limited kernel in-process when
-jupyter_client asks for one (:class:`SeededKernelManager`).
+jupyter_client asks for one (:func:`kernel_manager_class`).
 
 :mod:`autograder.grading.sandbox_worker` stays the entry point and dispatches
 here.
@@ -253,13 +253,61 @@ class KernelSeed:
             self._launch_w = -1
 
 
-def seeded_manager_class(seed: KernelSeed):
-    """An ``AsyncKernelManager`` whose kernel is ``seed``, launched where jupyter_client would
-    start a process (ports, connection file and the kernel spec's environment as usual)."""
-    from jupyter_client.manager import AsyncKernelManager
+def ready_client_class():
+    """An ``AsyncKernelClient`` ready as soon as its kernel has answered ``kernel_info`` and IOPub
+    has carried a message.  jupyter_client 8's own ``wait_for_ready`` is this loop followed by
+    listening to IOPub until it has been quiet for 0.2 s, at every kernel start (a third of a
+    warm kernel's start here); nbclient ignores every IOPub message that is not about the cell
+    it runs, so nothing needs flushing."""
+    import time
+    from queue import Empty
 
-    class SeededKernelManager(AsyncKernelManager):
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.utils import ensure_async
+
+    class ReadyKernelClient(AsyncKernelClient):
+        async def wait_for_ready(self, timeout: float | None = None) -> None:
+            deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+            while True:
+                self.kernel_info()
+                try:
+                    msg = await ensure_async(self.shell_channel.get_msg(timeout=1))
+                except Empty:
+                    pass
+                else:
+                    if msg["msg_type"] == "kernel_info_reply":
+                        try:  # IOPub connected: the kernel's status for this request arrives
+                            await ensure_async(self.iopub_channel.get_msg(timeout=0.2))
+                        except Empty:
+                            pass
+                        else:
+                            self._handle_kernel_info_reply(msg)
+                            return
+                if not await ensure_async(self.is_alive()):
+                    raise RuntimeError("Kernel died before replying to kernel_info")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+
+    return ReadyKernelClient
+
+
+def kernel_manager_class(seed: KernelSeed | None):
+    """An ``AsyncKernelManager`` whose clients are :func:`ready_client_class`'s and, with a
+    ``seed``, whose kernel is that seed, launched where jupyter_client would start a process
+    (ports, connection file and the kernel spec's environment as usual)."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    ready = ready_client_class()
+
+    class SandboxKernelManager(AsyncKernelManager):
+        @default("client_factory")
+        def _ready_client(self):
+            return ready
+
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+            if seed is None:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
             provisioner = self.provisioner
             cwd = str(kw.get("cwd") or os.getcwd())
             process = seed.launch(kernel_cmd, dict(kw.get("env") or {}), cwd)
@@ -267,4 +315,4 @@ def seeded_manager_class(seed: KernelSeed):
             provisioner.cwd = cwd
             self._reconcile_connection_info(provisioner.connection_info)
 
-    return SeededKernelManager
+    return SandboxKernelManager

@@ -37,7 +37,7 @@ from autograder.grading.sandbox_isolation import (  # noqa: F401
 )
 from autograder.grading.sandbox_kernel import (  # noqa: F401
     PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, KernelSeed, _drop_capabilities, _limit_and_exec, kernel_main,
-    seeded_manager_class,
+    kernel_manager_class,
 )
 from autograder.judge import protocol
 
@@ -452,7 +452,7 @@ class _Worker:
         self.sandbox = self.setup()
         self.token = "AG" + secrets.token_hex(12)
         client_class = _make_client_class()
-        manager = {"kernel_manager_class": seeded_manager_class(self.seed)} if self.seed else {}
+        manager = {"kernel_manager_class": kernel_manager_class(self.seed)}
         # History in memory: IPython's history.sqlite would put test cells on the sandbox's disk.
         self.client = client_class(self.nb, timeout=self.limits.cell_timeout_s, kernel_name=KERNEL_NAME,
                                    allow_errors=True, shutdown_kernel="immediate", **manager,
