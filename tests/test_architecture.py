@@ -18,7 +18,8 @@ LEAVES = ("autograder.errors", "autograder.atomic", "autograder.forking")
 # Process entry points the grader itself starts (not commands a person types).
 INTERNAL_ENTRY_POINTS = {"autograder.grading.sandbox_worker", "autograder.checks.placement_boot",
                          "autograder.checks.savedmodel", "autograder.judge.process",
-                         "autograder.grading.warm_zygote", "autograder.judge.zygote"}
+                         "autograder.grading.warm_zygote", "autograder.judge.zygote",
+                         "autograder.judge.fresh_python"}
 MAX_FUNCTION_LINES = 80
 
 

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 #: What a fresh process keeps of its parent's environment.  The TF_ and CUDA
 #: names keep a child computing as its parent does (log level, oneDNN on/off,
@@ -93,3 +95,37 @@ def python_argv(target: str, args: Sequence[str] = (), *, kind: str = "module",
     if kind not in ("module", "path"):
         raise ValueError(f"kind must be 'module' or 'path', not {kind!r}")
     return [python or PYTHON, "-I", *options, "-c", _BOOT, PACKAGE_ROOT, kind, target, *map(str, args)]
+
+
+@dataclass
+class Finished:
+    """What :func:`run_module` returns: the process's output, and its exit status where it is
+    known (a process forked by a zygote is reaped by the zygote: None)."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+
+#: How :func:`run_module` starts its process: None for a new interpreter.  The judge, whose checks
+#: start one fresh process per submission for the same module, installs forks of a zygote that
+#: imported TensorFlow once (:mod:`autograder.judge.fresh_python`); a learner's kernel never does.
+RUNNER: Callable[..., Finished] | None = None
+
+
+def run_module(module: str, args: Sequence[str], *, env: Mapping[str, str], timeout: float,
+               cwd: str = NEUTRAL_CWD) -> Finished:
+    """``python -I -m module args`` as :func:`python_argv` starts it, with exactly ``env``, in
+    ``cwd``, in a session of its own; its output.  ``subprocess.TimeoutExpired`` (the process
+    killed) past ``timeout``.  Started by :data:`RUNNER` when one is installed."""
+    if RUNNER is not None:
+        return RUNNER(module, list(map(str, args)), env=dict(env), timeout=timeout, cwd=cwd)
+    return run_new_interpreter(module, args, env=env, timeout=timeout, cwd=cwd)
+
+
+def run_new_interpreter(module: str, args: Sequence[str], *, env: Mapping[str, str], timeout: float,
+                        cwd: str = NEUTRAL_CWD) -> Finished:
+    """:func:`run_module` in a new interpreter, whatever :data:`RUNNER` is."""
+    proc = subprocess.run(python_argv(module, args), capture_output=True, text=True, env=dict(env),
+                          timeout=timeout, cwd=cwd, start_new_session=True)
+    return Finished(proc.returncode, proc.stdout, proc.stderr)

@@ -101,10 +101,8 @@ def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float
         # interpreter and folder are clean: nothing the notebook planted runs first.
         env = clean_subprocess.clean_env({"TF_CPP_MIN_LOG_LEVEL": "2"})
         try:
-            proc = subprocess.run(
-                clean_subprocess.python_argv("autograder.checks.savedmodel", [str(work)]),
-                capture_output=True, text=True, env=env, timeout=timeout_s, cwd=clean_subprocess.NEUTRAL_CWD,
-            )
+            proc = clean_subprocess.run_module("autograder.checks.savedmodel", [str(work)], env=env,
+                                               timeout=timeout_s)
         except subprocess.TimeoutExpired:
             raise SavedModelError(
                 f"loading and calling the SavedModel in a fresh process took over {timeout_s:g} s; "
@@ -113,7 +111,8 @@ def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float
         result_path = work / "result.json"
         if not result_path.exists():
             tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise SavedModelError(f"the fresh process that loads the SavedModel died (exit {proc.returncode}): {tail}")
+            status = "" if proc.returncode is None else f" (exit {proc.returncode})"
+            raise SavedModelError(f"the fresh process that loads the SavedModel died{status}: {tail}")
         result = json.loads(result_path.read_text())
         if result.get("error"):
             if strict:

@@ -21,6 +21,7 @@ import tempfile
 import time
 
 from autograder.checks import probe
+from autograder.judge import fresh_python
 from autograder.judge import protocol as p
 
 MAX_MESSAGE_CHARS = 2000
@@ -120,6 +121,7 @@ def main() -> int:
     start = p.decode(inp.readline(), p.Start)
     os.chdir(start.cwd)
     probe.JUDGE_LEARNER = RemoteLearner(out, inp)
+    fresh_python.install()
     started = time.perf_counter()
     with contextlib.redirect_stdout(sys.stderr):
         base, errors = run_locked_cells(start.cells)

@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from autograder.checks import clean_subprocess
 from autograder.checks import savedmodel as sm
+from autograder.judge import fresh_python
 
 pytestmark = pytest.mark.untimed
 
@@ -46,13 +48,28 @@ def fixed_batch(tmp_path_factory):
     return path
 
 
+@pytest.fixture(autouse=True)
+def fresh_processes(request, monkeypatch):
+    """The fresh process forked as the judge forks it (``judge/fresh_python.py``, about 4 s less
+    each); the tests parametrized with ``process`` try a new interpreter too, as a kernel starts it."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    if params.get("process", "forked") == "forked":
+        monkeypatch.setattr(clean_subprocess, "RUNNER", fresh_python.run_module)
+    else:
+        monkeypatch.setattr(clean_subprocess, "RUNNER", None)
+
+
+BOTH_WAYS = pytest.mark.parametrize("process", ["forked", "new interpreter"])
+
+
 def batches(*sizes):
     rng = np.random.default_rng(0)
     return [{"features": rng.normal(size=(n, 4)).astype(np.float32)} for n in sizes]
 
 
 @pytest.mark.slow  # loads TensorFlow in a fresh process
-def test_describe_reports_specs_from_a_fresh_process(exported):
+@BOTH_WAYS
+def test_describe_reports_specs_from_a_fresh_process(exported, process):
     found = sm.describe(exported)
     assert set(found) == {"classify"}
     sig = found["classify"]
@@ -113,7 +130,8 @@ def test_feeds_that_do_not_fit_are_explained(exported, fixed_batch):
 
 
 @pytest.mark.slow  # loads TensorFlow in a fresh process
-def test_py_function_works_in_process_but_not_in_a_fresh_one(tmp_path):
+@BOTH_WAYS
+def test_py_function_works_in_process_but_not_in_a_fresh_one(tmp_path, process):
     class Leaky(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
         def f(self, x):
