@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -88,22 +87,31 @@ def _staged_course(root: Path, assignments: list[str], stage: Path) -> None:
 
 
 def generate(assignments: list[str], *, release_dir: Path | None = None, root: Path = ROOT) -> None:
-    """Run nbgrader's generate_assignment for each assignment into ``release_dir``."""
+    """Run nbgrader's generate_assignment for each assignment into ``release_dir``: its own API,
+    in this process (one import of nbgrader, about 2.7 s, instead of a process per assignment),
+    with the course's ``nbgrader_config.py``, as ``nbgrader generate_assignment NAME --force``."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
     release_dir = Path(release_dir or root / "exercises").resolve()
     with tempfile.TemporaryDirectory(prefix="nbgrader-db-") as tmp:
         stage = Path(tmp) / "course"
         stage.mkdir()
         _staged_course(root, assignments, stage)
-        for name in assignments:
-            cmd = [
-                sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force",
-                f"--CourseDirectory.root={stage}",
-                f"--CourseDirectory.release_directory={release_dir}",
-                f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db",
-                "--log-level=WARN",
-            ]
-            # nbgrader runs `alembic` from PATH: put this interpreter's bin folder first.
-            env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-            proc = subprocess.run(cmd, cwd=stage, capture_output=True, text=True, env=env)
-            if proc.returncode != 0:
-                raise SystemExit(f"error: nbgrader generate_assignment {name} failed:\n{proc.stdout}{proc.stderr}")
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(stage)).load_config()
+        config.CourseDirectory.root = str(stage)
+        config.CourseDirectory.release_directory = str(release_dir)
+        config.CourseDirectory.db_url = f"sqlite:///{tmp}/gradebook.db"
+        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+        # nbgrader runs `alembic` from PATH: put this interpreter's bin folder first while it does.
+        path = os.environ.get("PATH", "")
+        os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + path
+        try:
+            for name in assignments:
+                result = api.generate_assignment(name, force=True)
+                if not result["success"]:
+                    raise SystemExit(f"error: nbgrader generate_assignment {name} failed:\n"
+                                     f"{result.get('log', '')}{result.get('error', '')}")
+        finally:
+            os.environ["PATH"] = path
