@@ -19,7 +19,7 @@ LEAVES = ("autograder.errors", "autograder.atomic", "autograder.forking")
 INTERNAL_ENTRY_POINTS = {"autograder.grading.sandbox_worker", "autograder.checks.placement_boot",
                          "autograder.checks.savedmodel", "autograder.judge.process",
                          "autograder.grading.warm_zygote", "autograder.judge.zygote",
-                         "autograder.judge.fresh_python"}
+                         "autograder.judge.fresh_python", "autograder.checks.opbuild"}
 MAX_FUNCTION_LINES = 80
 
 

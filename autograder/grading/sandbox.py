@@ -58,6 +58,7 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 import nbformat  # noqa: E402
 
+from autograder.checks import opbuild  # noqa: E402
 from autograder.grading import integrity  # noqa: E402
 from autograder.grading import notebook as nbtools  # noqa: E402
 from autograder.grading.limits import Limits  # noqa: E402,F401  (sandbox.Limits: where callers find it)
@@ -81,7 +82,8 @@ KERNEL_CONFIG_ENV = "AUTOGRADER_SANDBOX_KERNEL"
 # Passed through to the kernel from the grader's environment; nothing else is.
 # TF_ENABLE_ONEDNN_OPTS: the grader chooses the CPU kernels (oneDNN on or off) a submission runs with.
 PASS_ENV = ("AUTOGRADER_PROFILE", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-            "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_ENABLE_ONEDNN_OPTS")
+            "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH", "TF_FORCE_GPU_ALLOW_GROWTH", "TF_ENABLE_ONEDNN_OPTS",
+            opbuild.PCH_ENV)
 
 
 # --- the grader side ----------------------------------------------------------------
@@ -309,6 +311,9 @@ def clean_env(workdir: Path) -> dict[str, str]:
     for name in PASS_ENV:
         if name in os.environ:
             env[name] = os.environ[name]
+    # The same value for every assignment (one zygote serves them all); only exercise 7's
+    # sandboxes see a prelude there (op_prelude binds it).
+    env.setdefault(opbuild.PCH_ENV, str(opbuild.prelude_root()))
     # The worker and kernel import the very autograder package this grader runs (and may read).
     import autograder
 
@@ -467,13 +472,30 @@ class _Run:
     judge: Any = None  # the judge process, when some part has a judged hidden test
 
 
+def op_prelude(prepared: Prepared) -> Path | None:
+    """The folder of the precompiled C++ prelude (``checks.opbuild``) for an assignment whose locked
+    cells build ops, built by the grader on its first such submission (once a machine), or None:
+    the sandbox gets it read-only, its compiles then skip parsing TensorFlow's headers."""
+    if not any(c["kind"] == "locked" and "opbuild" in c["source"] for c in prepared.cells):
+        return None
+    try:
+        found = opbuild.prelude_header()
+        if found is None:  # its own process: building imports TensorFlow, which this one never does
+            subprocess.run([sys.executable, "-m", "autograder.checks.opbuild"], capture_output=True, timeout=600,
+                           cwd=Path(__file__).resolve().parents[2])
+            found = opbuild.prelude_header()
+    except (opbuild.BuildError, OSError, subprocess.SubprocessError):
+        return None  # no compiler here: the learner's build says so itself
+    return found.parent if found else None
+
+
 def _job(workdir: Path, prepared: Prepared, limits: Limits, hidden_dirs: list, isolate: bool,
-         cgroups: "_Cgroups | None") -> dict:
+         cgroups: "_Cgroups | None", prelude: Path | None = None) -> dict:
     hidden = [str(Path(h).resolve()) for h in hidden_dirs]
     home = os.path.realpath(os.path.expanduser("~"))
     if home not in ("/", "") and isolate:
         hidden.append(home)  # the grader's keys and credentials
-    allowed = allowed_paths()
+    allowed = allowed_paths() + ([str(prelude.resolve())] if prelude else [])
     return {
         "workdir": str(workdir),
         "cells": prepared.cells,
@@ -500,6 +522,7 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
     # The worker's zygote, then the judge: on a first submission their TensorFlow imports run side
     # by side, and the judge's own start overlaps the kernel's and the learner's cells.
     env = clean_env(workdir)
+    prelude = op_prelude(prepared)
     warm_start.prestart(workdir, env, with_tf=prepared.include_tf, prefix=zygote_prefix())
     run.judge = judge_client.acquire(prepared.judge_cells, data_files) if prepared.judged else None
     try:
@@ -509,7 +532,8 @@ def _execute(submission: Path, prepared: Prepared, *, limits: Limits, data_files
             proc = _start_worker(workdir, env, log, with_tf=prepared.include_tf)
         with _LIVE_LOCK:
             _LIVE[proc.pid] = (proc, cgroups)
-        _converse(proc, _job(workdir, prepared, limits, hidden_dirs, isolate, cgroups), prepared, limits, run)
+        _converse(proc, _job(workdir, prepared, limits, hidden_dirs, isolate, cgroups, prelude), prepared,
+                  limits, run)
     except BrokenPipeError:
         run.note = run.note or "the sandbox stopped unexpectedly; parts that had not finished score 0"
     finally:

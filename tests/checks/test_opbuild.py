@@ -100,3 +100,96 @@ def test_two_libraries_of_one_kernel_pay_nvcc_once(tmp_path, monkeypatch):
     opbuild.build_library("op_gpu", [op], cuda_sources=[kernel], headers=[header], out_dir=out, toolchain=toolchain)
     assert len(nvcc()) == 2
     assert sorted(p.name.split("-")[0] for p in (out / "objects").iterdir()) == ["op_kernel.cu.cc"] * 2
+
+
+def _fake_prelude(monkeypatch, tmp_path) -> Path:
+    """A 'built' prelude under ``tmp_path/cache/pch`` for a fixed key; returns its header."""
+    monkeypatch.delenv(opbuild.PCH_ENV, raising=False)
+    monkeypatch.setattr(opbuild, "_prelude_key", lambda toolchain: "k")
+    header = tmp_path / "cache" / "pch" / "k" / "prelude.h"
+    header.parent.mkdir(parents=True)
+    header.write_text(opbuild.PRELUDE)
+    header.with_name("prelude.h.gch").write_bytes(b"pch")
+    return header
+
+
+def test_only_a_cpu_source_that_starts_with_the_prelude_includes_its_precompiled_header(tmp_path, monkeypatch):
+    toolchain, calls = _fake_compilers(monkeypatch)
+    header = _fake_prelude(monkeypatch, tmp_path)
+    monkeypatch.setenv("COURSE_OPS_BUILD_DIR", str(tmp_path / "cache"))
+    skeleton, other, kernel = tmp_path / "skeleton.cc", tmp_path / "other.cc", tmp_path / "k.cu.cc"
+    skeleton.write_text("\n" + opbuild.PRELUDE + "// the op\n")
+    other.write_text("// a comment first\n" + opbuild.PRELUDE)
+    kernel.write_text("// kernel\n")
+    out = tmp_path / "build"
+
+    opbuild.build_library("skeleton", [skeleton], out_dir=out, toolchain=toolchain)
+    assert calls[-1][calls[-1].index("-include") + 1] == str(header)
+    opbuild.build_library("other", [other], out_dir=out, toolchain=toolchain)
+    assert "-include" not in calls[-1]  # its meaning could change: compiled as written
+    opbuild.build_library("skeleton_gpu", [skeleton], cuda_sources=[kernel], out_dir=out, toolchain=toolchain)
+    assert "-include" not in calls[-1]  # -DGOOGLE_CUDA=1 changes what the headers say
+    header.with_name("prelude.h.gch").unlink()  # half a prelude (say, one unreadable) is none
+    opbuild.build_library("skeleton_again", [skeleton], out_dir=out, toolchain=toolchain)
+    assert "-include" not in calls[-1]
+
+
+def test_the_prelude_is_built_once_into_a_folder_renamed_into_place(tmp_path, monkeypatch):
+    toolchain, calls = _fake_compilers(monkeypatch)
+    monkeypatch.delenv(opbuild.PCH_ENV, raising=False)
+    monkeypatch.setattr(opbuild, "_prelude_key", lambda toolchain: "k")
+    dirs = [tmp_path / "cache"]
+    assert opbuild.prelude_header(toolchain, dirs) is None  # looking builds nothing
+    assert calls == []
+    header = opbuild.build_prelude_header(toolchain, dirs)
+    assert header == tmp_path / "cache" / "pch" / "k" / "prelude.h" and header.read_text() == opbuild.PRELUDE
+    assert calls[0][calls[0].index("-o") + 1].endswith("prelude.h.gch") and "c++-header" in calls[0]
+    assert oct(header.parent.stat().st_mode & 0o777) == "0o755"  # sandboxes of another user read it
+    assert [p.name for p in (tmp_path / "cache" / "pch").iterdir() if p.name != ".lock"] == ["k"]
+    assert opbuild.build_prelude_header(toolchain, dirs) == header and len(calls) == 1
+    monkeypatch.setenv(opbuild.PCH_ENV, str(tmp_path / "handed"))  # what the grader hands a sandbox comes first
+    assert opbuild.prelude_root(dirs) == tmp_path / "handed"
+    assert opbuild.prelude_header(toolchain, dirs) == header  # and the build folders after it
+
+
+@pytest.mark.untimed
+def test_an_op_built_against_the_real_prelude_computes_what_one_built_without_it_does(tmp_path, monkeypatch):
+    """g++ for real: the prelude the grader uses (built in the user's cache, as grading does) and
+    two builds of one op, with and without it, that must agree."""
+    import numpy as np
+    import tensorflow as tf
+
+    header = opbuild.build_prelude_header()
+    source = opbuild.PRELUDE + """
+using namespace tensorflow;
+REGISTER_OP("{name}").Input("x: float").Output("y: float").SetShapeFn(shape_inference::UnchangedShape);
+namespace {{
+class CubeOp : public OpKernel {{
+ public:
+  explicit CubeOp(OpKernelConstruction* c) : OpKernel(c) {{}}
+  void Compute(OpKernelContext* c) override {{
+    const Tensor& x = c->input(0);
+    Tensor* y = nullptr;
+    OP_REQUIRES_OK(c, c->allocate_output(0, x.shape(), &y));
+    auto in = x.flat<float>();
+    auto out = y->flat<float>();
+    for (int64_t i = 0; i < in.size(); ++i) out(i) = std::pow(in(i), 3.0f) + 1.0f;
+  }}
+}};
+}}  // namespace
+REGISTER_KERNEL_BUILDER(Name("{name}").Device(DEVICE_CPU), CubeOp);
+"""
+    commands: list[list[str]] = []
+    real = opbuild.run_compiler
+    monkeypatch.setattr(opbuild, "run_compiler", lambda cmd, what: (commands.append(cmd), real(cmd, what)))
+    x = tf.constant(np.linspace(-2, 2, 9, dtype=np.float32))
+    outputs = []
+    for name, use in (("CoursePreludeCubeWith", True), ("CoursePreludeCubeWithout", False)):
+        if not use:
+            monkeypatch.setattr(opbuild, "prelude_header", lambda *args, **kwargs: None)
+        library = tf.load_op_library(str(opbuild.build_from_text(name, source.format(name=name),
+                                                                 out_dir=tmp_path / name)))
+        outputs.append(getattr(library, "course_prelude_cube_" + name[len("CoursePreludeCube"):].lower())(x).numpy())
+    assert str(header) in commands[0] and "-include" not in commands[1]
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    np.testing.assert_allclose(outputs[0], x.numpy() ** 3 + 1, rtol=1e-6)
