@@ -43,8 +43,8 @@ def grade_as_instructor(path: Path, source: Path, data_dir: Path | None = None):
     return feedback.redact_hidden(results, sandbox.hidden_test_lines(nbtools.load(source)))
 
 
-# The catalogue of one assignment is graded as one batch, two submissions at a time (as
-# `grade --workers 2` would, second tries included), the first time one of its cases is asked for.
+# The catalogue is graded as one batch, two submissions at a time (as `grade --workers 2`
+# would, second tries included), the first time one of its cases is asked for.
 WORKERS = 2
 _BATCHES: dict[str, dict] = {}
 
@@ -85,18 +85,22 @@ def _grade_case(assignment: str, case, folder: Path):
 
 
 def _catalogue_results(request, assignment: str, root: Path) -> dict:
+    """Every selected case's results, graded the first time one is asked for: the cases of all
+    assignments in one batch, in the session's order (an assignment's cases together, so its judge
+    stays warm), two at a time: no worker waits at the end of one assignment for the next."""
     if assignment not in _BATCHES:
-        cases = [item.callspec.params["case"] for item in request.session.items
-                 if getattr(item, "callspec", None) and item.callspec.params.get("assignment") == assignment
-                 and "case" in item.callspec.params]
-        attempts, by_name = Counter(), {c.name: c for c in cases}
+        cases = [(item.callspec.params["assignment"], item.callspec.params["case"]) for item in request.session.items
+                 if getattr(item, "function", None) is request.node.function and hasattr(item, "callspec")]
+        attempts, by_key = Counter(), {(a, c.name): c for a, c in cases}
 
-        def grade_case(name):
-            attempts[name] += 1  # a second try grades into a folder of its own
-            return _grade_case(assignment, by_name[name], root / assignment / f"{name}-{attempts[name]}")
+        def grade_case(key):
+            attempts[key] += 1  # a second try grades into a folder of its own
+            graded, name = key
+            return _grade_case(graded, by_key[key], root / graded / f"{name}-{attempts[key]}")
 
-        futures = graded_as_a_batch(list(by_name), grade_case, WORKERS)
-        _BATCHES[assignment] = {name: future.result() for name, future in futures.items()}
+        futures = graded_as_a_batch(list(by_key), grade_case, WORKERS)
+        for (graded, name), future in futures.items():
+            _BATCHES.setdefault(graded, {})[name] = future  # its own test gets its result or its exception
     return _BATCHES[assignment]
 
 
@@ -139,7 +143,7 @@ def test_released_exercise_scores_zero_without_crashing(name, request):
 
 @pytest.mark.parametrize("assignment,case", _wrong_cases())
 def test_catalogue_case_gets_expected_scores(assignment, case, request, catalogue_root):
-    results = _catalogue_results(request, assignment, catalogue_root)[case.name]
+    results = _catalogue_results(request, assignment, catalogue_root)[case.name].result()
     expected = case.graded(_points(assignment))
     details = "\n".join(f"{t.name}: {t.score}: {t.output}" for t in results.tests) + f"\nnote: {results.output}"
     assert {g: s for g, s in _scores(results).items() if g in expected} == expected, details
