@@ -37,7 +37,7 @@ from pathlib import Path
 
 __all__ = ["BuildError", "Toolchain", "find_toolchain", "tf_flags", "build_library", "build_from_text",
            "build_dirs", "writable_build_dir", "CUDA_ARCH_FLAGS", "CUDA_HOME", "RECIPE_VERSION", "PRELUDE",
-           "PCH_ENV", "prelude_header", "prelude_root", "build_prelude_header"]
+           "PCH_ENV", "prelude_header", "prelude_root", "build_prelude_header", "prune_preludes"]
 
 # Bumped when the recipe below changes, so old cached builds are not reused.
 RECIPE_VERSION = "1"
@@ -60,6 +60,7 @@ PRELUDE = """#define EIGEN_USE_THREADS
 #include "tensorflow/core/framework/shape_inference.h"
 """
 PCH_ENV = "COURSE_OPS_PCH_DIR"  # a folder that holds a built prelude header (the grader sets it)
+HEADERS_NOTE = "headers.txt"  # in a built prelude's folder: the TensorFlow headers it was made from
 
 
 class BuildError(RuntimeError):
@@ -266,17 +267,24 @@ def starts_with_prelude(source: Path) -> bool:
         return False
 
 
+def _tf_include_dir() -> str | None:
+    """The folder of this TensorFlow's C++ headers, or None when TensorFlow cannot be found."""
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(list(spec.submodule_search_locations)[0], "include")
+
+
 def _prelude_key(toolchain: Toolchain) -> str | None:
     """What a precompiled prelude is valid for: this compiler (its version too), this TensorFlow's
     headers, the flags and the prelude; None when the compiler or TensorFlow cannot be found."""
-    spec = importlib.util.find_spec("tensorflow")
     try:
         version = subprocess.run([toolchain.cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    if spec is None or not spec.submodule_search_locations:
+    include = _tf_include_dir()
+    if include is None:
         return None
-    include = os.path.join(list(spec.submodule_search_locations)[0], "include")
     return digest([RECIPE_VERSION, toolchain.tf_version, toolchain.cxx, version, include, *CXX_FLAGS, PRELUDE])
 
 
@@ -333,6 +341,7 @@ def build_prelude_header(toolchain: Toolchain | None = None, dirs: Sequence[Path
             tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{key}-"))
             try:
                 (tmp / "prelude.h").write_text(PRELUDE)
+                (tmp / HEADERS_NOTE).write_text(_tf_include_dir() or "")
                 run_compiler([toolchain.cxx, *CXX_FLAGS, "-x", "c++-header", str(tmp / "prelude.h"),
                               "-o", str(tmp / "prelude.h.gch"), *compile_flags], "precompiling the prelude")
                 os.chmod(tmp, 0o755)
@@ -340,7 +349,26 @@ def build_prelude_header(toolchain: Toolchain | None = None, dirs: Sequence[Path
                 os.replace(tmp, target)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
+            prune_preludes(root, keep=target)
     return target / "prelude.h"
+
+
+def prune_preludes(root: Path, keep: Path) -> list[Path]:
+    """Remove the built preludes under ``root`` whose TensorFlow headers are gone (a deleted
+    virtual environment: each one's prelude is ~400 MB, and a fresh clone makes a new one), and
+    those built before :data:`HEADERS_NOTE` was written; never ``keep``.  Returns what was removed."""
+    removed = []
+    for entry in sorted(root.iterdir()):
+        if entry == keep or entry.name.startswith(".") or not entry.is_dir():
+            continue
+        try:
+            headers = (entry / HEADERS_NOTE).read_text().strip()
+        except OSError:
+            headers = ""
+        if not headers or not os.path.isdir(headers):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
 
 
 def _cuda_object(source: Path, inputs: Sequence[Path], include_dirs: list[str], compile_flags: list[str],

@@ -152,6 +152,31 @@ def test_the_prelude_is_built_once_into_a_folder_renamed_into_place(tmp_path, mo
     assert opbuild.prelude_header(toolchain, dirs) == header  # and the build folders after it
 
 
+def test_a_new_prelude_removes_those_whose_tensorflow_headers_are_gone(tmp_path, monkeypatch):
+    """A fresh clone's venv makes a new ~400 MB prelude: the ones of deleted venvs go when it is
+    built; the ones of venvs still there stay, and so does one being built (a dot folder)."""
+    toolchain, calls = _fake_compilers(monkeypatch)
+    monkeypatch.delenv(opbuild.PCH_ENV, raising=False)
+    root = tmp_path / "cache" / "pch"
+    living, deleted = tmp_path / "venv-a" / "include", tmp_path / "venv-b" / "include"
+    living.mkdir(parents=True)
+    for key, headers in (("alive", living), ("dead", deleted), ("unnoted", None)):
+        (root / key).mkdir(parents=True)
+        (root / key / "prelude.h.gch").write_bytes(b"pch")
+        if headers is not None:
+            (root / key / opbuild.HEADERS_NOTE).write_text(str(headers))
+    (root / ".other-in-progress").mkdir()
+    monkeypatch.setattr(opbuild, "_tf_include_dir", lambda: str(tmp_path / "venv-c" / "include"))
+    monkeypatch.setattr(opbuild, "_prelude_key", lambda toolchain: "new")
+
+    opbuild.build_prelude_header(toolchain, [tmp_path / "cache"])
+    assert sorted(p.name for p in root.iterdir()) == [".lock", ".other-in-progress", "alive", "new"]
+    assert (root / "new" / opbuild.HEADERS_NOTE).read_text() == str(tmp_path / "venv-c" / "include")
+    # venv-c is not made by this test: the prelude being kept is never removed, whatever its note says
+    assert opbuild.prune_preludes(root, keep=root / "new") == [] and (root / "new").is_dir()
+    assert opbuild.prune_preludes(root, keep=root / "alive") == [root / "new"]
+
+
 @pytest.mark.untimed
 def test_an_op_built_against_the_real_prelude_computes_what_one_built_without_it_does(tmp_path, monkeypatch):
     """g++ for real: the prelude the grader uses (built in the user's cache, as grading does) and
