@@ -95,7 +95,9 @@ def build_harness(*, toolchain: Toolchain | None = None) -> Path:
     if target.exists():
         return target
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=BUILD_DIR, prefix=".harness-") as tmp:
+    with opbuild.build_lock(BUILD_DIR, target.name), tempfile.TemporaryDirectory(dir=BUILD_DIR, prefix=".harness-") as tmp:
+        if target.exists():  # the chapter or a test built it while this one waited
+            return target
         partial = Path(tmp) / target.name
         _run([toolchain.nvcc, "-std=c++17", "-O2", *CUDA_ARCH_FLAGS, str(HERE / HARNESS_SOURCE),
               "-o", str(partial)], f"nvcc {HARNESS_SOURCE}")
@@ -121,22 +123,32 @@ def nvcc_probe(source: Path, *, relaxed_constexpr: bool, toolchain: Toolchain | 
     record = BUILD_DIR / f"nvcc-probe-{Path(source).name}-{key}.json"
     if record.exists():
         return {**json.loads(record.read_text()), "cached": True}
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    with opbuild.build_lock(BUILD_DIR, record.name):
+        if record.exists():  # the chapter or a test probed while this one waited
+            return {**json.loads(record.read_text()), "cached": True}
+        result = _probe_once(source, relaxed_constexpr, toolchain)
+        partial = record.with_name(f".{record.name}.partial")
+        partial.write_text(json.dumps(result))
+        os.replace(partial, record)  # a reader never sees half a record
+    return {**result, "cached": False}
+
+
+def _probe_once(source: Path, relaxed_constexpr: bool, toolchain: Toolchain) -> dict:
+    """:func:`nvcc_probe`'s compile, uncached."""
     compile_flags, _ = tf_flags()
     flags = [f for f in _nvcc_flags(compile_flags) if f not in CUDA_ARCH_FLAGS and f != "-w"]
     if not relaxed_constexpr:
         flags.remove("--expt-relaxed-constexpr")
-    BUILD_DIR.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=BUILD_DIR, prefix=".probe-") as tmp:
         proc = subprocess.run([toolchain.nvcc, "--ptx", str(source), "-o", str(Path(tmp) / "probe.ptx"),
                                "-arch=compute_80", *flags], capture_output=True, text=True)
     errors = [line for line in (proc.stdout + proc.stderr).splitlines() if re.search(r"\berror\b", line)
               and "errors detected" not in line]
-    result = {"returncode": proc.returncode, "errors": len(errors),
-              "first_error": re.sub(r"(?<![\w.])/\S*/", "", errors[0]) if errors else "",
-              "seconds": round(time.perf_counter() - start, 1)}
-    record.write_text(json.dumps(result))
-    return {**result, "cached": False}
+    return {"returncode": proc.returncode, "errors": len(errors),
+            "first_error": re.sub(r"(?<![\w.])/\S*/", "", errors[0]) if errors else "",
+            "seconds": round(time.perf_counter() - start, 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
