@@ -37,6 +37,26 @@ def test_no_page_shows_an_error_output(built_book):
         assert not re.search(r'class="[^"]*output (error|traceback)', html), f"{name} shows an error output"
 
 
+def test_the_hardware_page_shows_every_committed_results_file(built_book):
+    """What a reader of the built book sees on "Hardware and results": each committed results
+    file by name and machine, and the speedup and roofline plots (tests/course/test_results_page.py
+    executes the page on made-up files)."""
+    import html as html_lib
+
+    from autograder.course.results_files import RESULTS_DIR, load_all
+
+    page = (built_book / "book" / "hardware.html").read_text(encoding="utf-8")
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", page))
+    files = load_all(RESULTS_DIR)
+    for f in files:
+        assert f.path.name in text and f.hardware in text, (
+            f"the built hardware page does not show {f.path.name} ({f.hardware}): if the book came from a "
+            "warm execution cache older than the file, `rm -r _build` and build it again")
+    assert len(re.findall(r"<img [^>]*src=\"[^\"]*_images/", page)) >= 2, "the speedup and roofline plots are missing"
+    if not any(f.on_gpu for f in files):
+        assert "No results file from a GPU exists" in text
+
+
 def test_chapter_files_follow_the_skeleton():
     chapters = [name for name in toc_files() if re.match(r"book/\d\d_", name)]
     assert chapters, "no chapters in _toc.yml"
