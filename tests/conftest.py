@@ -113,12 +113,20 @@ def untimed(item) -> bool:
     return item.get_closest_marker("untimed") is not None
 
 
+def after_the_books_compiles(item) -> bool:
+    """Marked ``book_compiles``: it compiles what the book's chapter 7 compiles (same cache), so it
+    runs last of the untimed tests, when the build has compiled those (or is compiling them: a
+    build waits on the other's lock instead of compiling the same thing again)."""
+    return item.get_closest_marker("book_compiles") is not None
+
+
 def in_build_order(items: list) -> list:
     """``items`` in three groups, order kept within each: the untimed tests (they run while the
-    session's book build does), the rest (each waits for the build to end), then the tests that
-    read the built book."""
+    session's book build does; those that share the book's compiles last), the rest (each waits
+    for the build to end), then the tests that read the built book."""
     readers = [reads_the_book(item) for item in items]
     first = [i for i, r in zip(items, readers) if not r and untimed(i)]
+    first = [i for i in first if not after_the_books_compiles(i)] + [i for i in first if after_the_books_compiles(i)]
     then = [i for i, r in zip(items, readers) if not r and not untimed(i)]
     return first + then + [i for i, r in zip(items, readers) if r]
 

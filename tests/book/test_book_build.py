@@ -28,16 +28,22 @@ def _python(code: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code)]
 
 
-def _item(name: str, fixtures=(), untimed: bool = False, config=None):
-    marker = object() if untimed else None
+def _item(name: str, fixtures=(), untimed: bool = False, config=None, book_compiles: bool = False):
+    markers = {"untimed": untimed, "book_compiles": book_compiles}
     return SimpleNamespace(name=name, fixturenames=list(fixtures), config=config,
-                           get_closest_marker=lambda wanted: marker if wanted == "untimed" else None)
+                           get_closest_marker=lambda wanted: object() if markers.get(wanted) else None)
 
 
 def test_untimed_tests_come_first_then_the_rest_then_the_readers_each_in_their_order():
     items = [_item("a", ["tmp_path"]), _item("b", ["built_book"]), _item("c", untimed=True),
              _item("d", ["book_build_done"]), _item("e"), _item("f", untimed=True), _item("g", ["built_book"])]
     assert [i.name for i in in_build_order(items)] == ["c", "f", "a", "e", "b", "d", "g"]
+
+
+def test_untimed_tests_that_share_the_books_compiles_come_last_of_the_untimed():
+    items = [_item("ops1", untimed=True, book_compiles=True), _item("a", untimed=True), _item("t"),
+             _item("ops2", untimed=True, book_compiles=True), _item("b", untimed=True), _item("r", ["built_book"])]
+    assert [i.name for i in in_build_order(items)] == ["a", "b", "ops1", "ops2", "t", "r"]
 
 
 def test_a_timed_test_waits_for_a_running_build_and_an_untimed_one_does_not(tmp_path, background_allowed):

@@ -21,7 +21,10 @@ import pytest
 from autograder.checks import opbuild
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.untimed
+# Untimed, and after the other untimed tests: by then the session's book build has compiled the
+# chapter's libraries, harness and probes into the same cache (or is compiling them: one waits for
+# the other's lock), so the compiles here are mostly cache hits; alone, they compile (about 100 s).
+pytestmark = [pytest.mark.untimed, pytest.mark.book_compiles]
 
 OPS = ROOT / "book" / "ops"
 BUILD_SCRIPT = OPS / "build.py"
