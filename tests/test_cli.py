@@ -11,23 +11,27 @@ import pytest
 from tests.conftest import ROOT, SOLUTIONS
 
 
-def run_cli(*args, env=None, timeout=600):
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True, text=True,
-                          cwd=ROOT, env=full_env, timeout=timeout)
+def run_cli(*args, env=None, timeout=600) -> subprocess.CompletedProcess:
+    """``python -m autograder ARGS`` from the checkout, as a user runs it."""
+    return run_cli_together(list(args), env=env, timeout=timeout)[0]
 
 
 def run_cli_together(*commands, env=None, timeout=600) -> list[subprocess.CompletedProcess]:
-    """``run_cli`` of each of ``commands`` (argument lists), all started at once (two cores: they
-    time nothing, and each one mostly waits on TensorFlow's import)."""
+    """``run_cli`` of each of ``commands`` (argument lists), all started at once (two cores: the
+    tests that run several time nothing, and each run mostly waits on TensorFlow's import)."""
     full_env = {**os.environ, **(env or {})}
-    procs = [subprocess.Popen([sys.executable, "-m", "autograder", *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, cwd=ROOT, env=full_env) for args in commands]
-    done = []
-    for args, proc in zip(commands, procs):
-        out, err = proc.communicate(timeout=timeout)
-        done.append(subprocess.CompletedProcess([sys.executable, "-m", "autograder", *args], proc.returncode, out, err))
-    return done
+    argvs = [[sys.executable, "-m", "autograder", *args] for args in commands]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                              env=full_env) for argv in argvs]
+    try:
+        outputs = [proc.communicate(timeout=timeout) for proc in procs]
+        return [subprocess.CompletedProcess(argv, proc.returncode, out, err)
+                for argv, proc, (out, err) in zip(argvs, procs, outputs)]
+    finally:
+        for proc in procs:  # a run out of time (TimeoutExpired) is not left behind
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def test_help_lists_commands():

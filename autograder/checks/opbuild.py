@@ -32,13 +32,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["BuildError", "Toolchain", "find_toolchain", "tf_flags", "build_library", "build_from_text",
            "build_dirs", "writable_build_dir", "CUDA_ARCH_FLAGS", "CUDA_HOME", "RECIPE_VERSION", "PRELUDE",
-           "PCH_ENV", "prelude_header", "prelude_root", "build_prelude_header", "prune_preludes", "build_lock"]
+           "PCH_ENV", "prelude_header", "prelude_root", "build_prelude_header", "prune_preludes", "build_lock", "build_once"]
 
 # Bumped when the recipe below changes, so old cached builds are not reused.
 RECIPE_VERSION = "1"
@@ -147,6 +147,25 @@ def build_lock(folder: Path, filename: str):
         yield
 
 
+def build_once(target: Path, build: Callable[[Path], None]) -> Path:
+    """``target``, made by ``build(partial)`` unless it is there: one build at a time
+    (:func:`build_lock`; a process that waited takes the first one's result), written to
+    ``partial`` in a private folder beside it and renamed into place, so a reader never sees half
+    of it."""
+    target = Path(target)
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(target.parent, target.name):
+        if target.is_file():  # built while this process waited for the lock
+            return target
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}-") as tmp:
+            partial = Path(tmp) / target.name
+            build(partial)
+            os.replace(partial, target)  # atomic
+    return target
+
+
 def tf_flags() -> tuple[list[str], list[str]]:
     """TensorFlow's compile and link flags, from the installed wheel."""
     spec = importlib.util.find_spec("tensorflow")
@@ -245,37 +264,24 @@ def build_library(name: str, sources: Sequence[Path], *, cuda_sources: Sequence[
     if cached is not None:
         return cached
     out_dir = Path(out_dir) if out_dir else writable_build_dir(search)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / f"{name}-{key}.so"
-    with build_lock(out_dir, target.name):
-        if target.is_file():  # built while this process waited for the lock
-            return target
-        _compile_library(target, sources, cuda_sources, headers, defines, toolchain, gpu)
-    return target
-
-
-def _compile_library(target: Path, sources: Sequence[Path], cuda_sources: Sequence[Path], headers: Sequence[Path],
-                     defines: Sequence[str], toolchain: Toolchain, gpu: bool) -> None:
-    """:func:`build_library`'s compile, into a private folder, then renamed to ``target``."""
-    name, out_dir, inputs = target.name.rsplit("-", 1)[0], target.parent, [*sources, *cuda_sources, *headers]
     compile_flags, link_flags = tf_flags()
     include_dirs = sorted({f"-I{Path(p).resolve().parent}" for p in inputs})
     defs = [f"-D{d}" for d in defines]
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=f".{name}-") as tmp:
+    gpu_flags = (["-DGOOGLE_CUDA=1", f"-I{CUDA_HOME / 'include'}"] if gpu else [])
+    # cudart is linked statically so the .so loads on machines without
+    # the CUDA runtime libraries (TensorFlow's pip wheel brings its own).
+    gpu_libs = ([f"-L{CUDA_HOME / 'lib64'}", "-lcudart_static", "-lrt", "-ldl", "-lpthread"] if gpu else [])
+
+    def compile_into(partial: Path) -> None:
         objects = [str(_cuda_object(Path(cu), [*cuda_sources, *headers], include_dirs, compile_flags,
                                     toolchain, out_dir)) for cu in cuda_sources]
-        gpu_flags = (["-DGOOGLE_CUDA=1", f"-I{CUDA_HOME / 'include'}"] if gpu else [])
-        # cudart is linked statically so the .so loads on machines without
-        # the CUDA runtime libraries (TensorFlow's pip wheel brings its own).
-        gpu_libs = ([f"-L{CUDA_HOME / 'lib64'}", "-lcudart_static", "-lrt", "-ldl", "-lpthread"] if gpu else [])
-        partial = Path(tmp) / target.name
         prelude = [] if gpu or len(sources) != 1 or not starts_with_prelude(Path(sources[0])) \
             else prelude_header(toolchain)
         run_compiler([toolchain.cxx, *CXX_FLAGS, "-shared", *(["-include", str(prelude)] if prelude else []),
                       *[str(s) for s in sources], *objects, "-o", str(partial), *include_dirs, *defs, *compile_flags, *gpu_flags,
                       *link_flags, *gpu_libs], f"{toolchain.cxx} {' '.join(Path(s).name for s in sources)}")
-        # rename is atomic: a reader never sees half a file
-        os.replace(partial, target)
+
+    return build_once(out_dir / f"{name}-{key}.so", compile_into)
 
 
 def starts_with_prelude(source: Path) -> bool:
@@ -399,17 +405,8 @@ def _cuda_object(source: Path, inputs: Sequence[Path], include_dirs: list[str], 
     flags = [*include_dirs, *nvcc_flags(compile_flags)]
     key = digest([RECIPE_VERSION, toolchain.tf_version, str(toolchain.nvcc), *flags, source.name,
                   *(Path(p).name for p in inputs), *(Path(p).read_bytes() for p in inputs)])
-    target = out_dir / "objects" / f"{source.name}-{key}.o"
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with build_lock(target.parent, target.name), tempfile.TemporaryDirectory(dir=target.parent, prefix=".nvcc-") as tmp:
-        if target.is_file():  # another process compiled it while this one waited
-            return target
-        partial = Path(tmp) / target.name
-        run_compiler([toolchain.nvcc, "-c", str(source), "-o", str(partial), *flags], f"nvcc {source.name}")
-        os.replace(partial, target)  # atomic, as for libraries
-    return target
+    return build_once(out_dir / "objects" / f"{source.name}-{key}.o", lambda partial: run_compiler(
+        [toolchain.nvcc, "-c", str(source), "-o", str(partial), *flags], f"nvcc {source.name}"))
 
 
 def build_from_text(name: str, source: str, *, cuda_source: str | None = None,

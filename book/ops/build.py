@@ -91,18 +91,9 @@ def build_harness(*, toolchain: Toolchain | None = None) -> Path:
         raise BuildError("nvcc not found: the CUDA harness needs the CUDA toolkit (or set NVCC)")
     inputs = [HERE / HARNESS_SOURCE, *(HERE / h for h in BIAS_GELU_HEADERS)]
     key = _digest([RECIPE_VERSION, toolchain.nvcc, *CUDA_ARCH_FLAGS, *(p.read_bytes() for p in inputs)])
-    target = BUILD_DIR / f"bias_gelu_harness-{key}"
-    if target.exists():
-        return target
-    BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    with opbuild.build_lock(BUILD_DIR, target.name), tempfile.TemporaryDirectory(dir=BUILD_DIR, prefix=".harness-") as tmp:
-        if target.exists():  # the chapter or a test built it while this one waited
-            return target
-        partial = Path(tmp) / target.name
-        _run([toolchain.nvcc, "-std=c++17", "-O2", *CUDA_ARCH_FLAGS, str(HERE / HARNESS_SOURCE),
-              "-o", str(partial)], f"nvcc {HARNESS_SOURCE}")
-        os.replace(partial, target)
-    return target
+    return opbuild.build_once(BUILD_DIR / f"bias_gelu_harness-{key}", lambda partial: _run(
+        [toolchain.nvcc, "-std=c++17", "-O2", *CUDA_ARCH_FLAGS, str(HERE / HARNESS_SOURCE), "-o", str(partial)],
+        f"nvcc {HARNESS_SOURCE}"))
 
 
 def nvcc_probe(source: Path, *, relaxed_constexpr: bool, toolchain: Toolchain | None = None) -> dict:
@@ -120,18 +111,14 @@ def nvcc_probe(source: Path, *, relaxed_constexpr: bool, toolchain: Toolchain | 
         raise BuildError("nvcc not found: install the CUDA toolkit (or set NVCC)")
     key = _digest([RECIPE_VERSION, "ptx-compute_80-timed", toolchain.nvcc, toolchain.tf_version,
                    str(relaxed_constexpr), Path(source).read_bytes()])
-    record = BUILD_DIR / f"nvcc-probe-{Path(source).name}-{key}.json"
-    if record.exists():
-        return {**json.loads(record.read_text()), "cached": True}
-    BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    with opbuild.build_lock(BUILD_DIR, record.name):
-        if record.exists():  # the chapter or a test probed while this one waited
-            return {**json.loads(record.read_text()), "cached": True}
-        result = _probe_once(source, relaxed_constexpr, toolchain)
-        partial = record.with_name(f".{record.name}.partial")
-        partial.write_text(json.dumps(result))
-        os.replace(partial, record)  # a reader never sees half a record
-    return {**result, "cached": False}
+    probed = []  # this call's own probe, when it ran one
+
+    def probe(partial: Path) -> None:
+        probed.append(_probe_once(source, relaxed_constexpr, toolchain))
+        partial.write_text(json.dumps(probed[0]))
+
+    record = opbuild.build_once(BUILD_DIR / f"nvcc-probe-{Path(source).name}-{key}.json", probe)
+    return {**json.loads(record.read_text()), "cached": not probed}
 
 
 def _probe_once(source: Path, relaxed_constexpr: bool, toolchain: Toolchain) -> dict:
