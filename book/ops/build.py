@@ -1,9 +1,11 @@
 """Build the course's custom TensorFlow ops: one command, cached.
 
-    python book/ops/build.py              # CPU library (+ GPU library when nvcc exists)
+    python book/ops/build.py              # CPU library (+ GPU libraries and nvcc probes when nvcc exists)
     python book/ops/build.py --harness    # also compile the standalone CUDA harness
     python book/ops/build.py --harness --run   # ... and run it (needs a GPU)
-    make ops                              # the same as the first line
+    make ops                              # the same as the second line
+
+Two compiles run at a time (:func:`build_all`), the longest first.
 
 Every artefact lands in ``book/ops/build/`` under a name that contains a hash
 of its sources, the compiler command and the TensorFlow version, so a second
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -138,6 +141,32 @@ def _probe_once(source: Path, relaxed_constexpr: bool, toolchain: Toolchain) -> 
             "seconds": round(time.perf_counter() - start, 1)}
 
 
+def build_all(*, gpu: bool = True, harness: bool = False, jobs: int | None = None,
+              toolchain: Toolchain | None = None) -> dict:
+    """Everything ``make ops`` builds, ``jobs`` compiles at a time (default: two, or one on a
+    one-core machine): ``{"cpu library": path}``, and where nvcc exists (and ``gpu``) the GPU
+    and GPU-only libraries and the two nvcc probes (``"probe without"``/``"probe with"``:
+    :func:`nvcc_probe`'s records), and with ``harness`` the CUDA harness.  Each build is cached
+    and locked on its own, so the two GPU libraries compile their shared CUDA object once.
+    The longest compiles start first; the first build that failed raises its BuildError."""
+    toolchain = toolchain or find_toolchain()
+    jobs = jobs or max(1, min(2, os.cpu_count() or 1))
+    source = HERE / "guide_style_kernel.cu.cc"
+    plan = []  # (name, build), longest first: the GPU-only library waits for the shared object last
+    if gpu and toolchain.nvcc is not None:
+        plan += [("gpu library", lambda: build_bias_gelu(gpu=True, toolchain=toolchain)),
+                 ("probe without", lambda: nvcc_probe(source, relaxed_constexpr=False, toolchain=toolchain)),
+                 ("probe with", lambda: nvcc_probe(source, relaxed_constexpr=True, toolchain=toolchain))]
+    plan.append(("cpu library", lambda: build_bias_gelu(toolchain=toolchain)))
+    if gpu and toolchain.nvcc is not None:
+        plan.append(("gpu-only library", lambda: build_bias_gelu(gpu_only=True, toolchain=toolchain)))
+    if harness:
+        plan.append(("cuda harness", lambda: build_harness(toolchain=toolchain)))
+    with ThreadPoolExecutor(jobs) as pool:  # compilers are processes: threads only wait on them
+        futures = [(name, pool.submit(build)) for name, build in plan]
+    return {name: future.result() for name, future in futures}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python book/ops/build.py",
                                      description="Build the course's custom ops (cached in book/ops/build/).")
@@ -147,18 +176,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         toolchain = find_toolchain()
-        print(f"cpu library:      {build_bias_gelu(toolchain=toolchain)}")
-        if toolchain.nvcc is None or args.cpu_only:
+        built = build_all(gpu=not args.cpu_only, harness=args.harness or args.run, toolchain=toolchain)
+        print(f"cpu library:      {built['cpu library']}")
+        if "gpu library" not in built:
             print("gpu library:      skipped (" + ("--cpu-only" if args.cpu_only else "nvcc not found") + ")")
         else:
-            print(f"gpu library:      {build_bias_gelu(gpu=True, toolchain=toolchain)}")
-            print(f"gpu-only library: {build_bias_gelu(gpu_only=True, toolchain=toolchain)}")
+            print(f"gpu library:      {built['gpu library']}")
+            print(f"gpu-only library: {built['gpu-only library']}")
             for relaxed in (False, True):
-                probe = nvcc_probe(HERE / "guide_style_kernel.cu.cc", relaxed_constexpr=relaxed, toolchain=toolchain)
+                probe = built[f"probe {'with' if relaxed else 'without'}"]
                 print(f"nvcc {'with' if relaxed else 'without'} --expt-relaxed-constexpr on guide_style_kernel.cu.cc: "
                       f"exit {probe['returncode']}, {probe['errors']} errors")
-        if args.harness or args.run:
-            harness = build_harness(toolchain=toolchain)
+        if "cuda harness" in built:
+            harness = built["cuda harness"]
             print(f"cuda harness:     {harness}")
             if args.run:
                 return subprocess.run([str(harness)]).returncode

@@ -105,6 +105,59 @@ def test_cached_build_is_reused_and_a_source_change_rebuilds(tmp_path, monkeypat
     assert changed.exists() and changed.name != first.name.replace("bias_gelu", "probe")
 
 
+def test_build_all_compiles_two_at_a_time_and_the_shared_cuda_object_once(tmp_path, monkeypatch):
+    """`make ops`: every build of the chapter, two compilers running at once (never three), the
+    CUDA object the GPU and GPU-only libraries share compiled once; a failed build raises."""
+    import threading
+    import time
+
+    running, most, calls, lock = [0], [0], [], threading.Lock()
+
+    def slow_compiler(cmd, what):  # a compile that takes a while, so builds started together overlap
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            calls.append(what)
+        time.sleep(0.2)
+        with lock:
+            running[0] -= 1
+        if what in failing:
+            raise build.BuildError(f"{what} failed")
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"built")
+
+    def slow_probe(source, relaxed_constexpr, toolchain):
+        slow_compiler(["nvcc", "-o", str(tmp_path / "probe.ptx")], f"probe {relaxed_constexpr}")
+        return {"returncode": 0 if relaxed_constexpr else 1, "errors": 0 if relaxed_constexpr else 4,
+                "first_error": "", "seconds": 0.2}
+
+    failing: set[str] = set()
+    monkeypatch.setattr(opbuild, "run_compiler", slow_compiler)
+    monkeypatch.setattr(build, "_run", slow_compiler)
+    monkeypatch.setattr(build, "_probe_once", slow_probe)
+    monkeypatch.setattr(opbuild, "tf_flags", lambda: (["-I/tf/include", "--std=c++17"], ["-ltensorflow_framework"]))
+    monkeypatch.setattr(build, "BUILD_DIR", tmp_path / "build")
+    monkeypatch.setattr(build, "FALLBACK_DIR", tmp_path / "fallback")
+    toolchain = opbuild.Toolchain(cxx="g++", nvcc="/cuda/bin/nvcc", tf_version="2.21.0")
+
+    built = build.build_all(harness=True, jobs=2, toolchain=toolchain)
+    assert list(built) == ["gpu library", "probe without", "probe with", "cpu library", "gpu-only library",
+                           "cuda harness"]
+    assert all(built[name].read_bytes() == b"built" for name in built if not name.startswith("probe"))
+    assert built["probe without"]["errors"] == 4 and built["probe with"]["returncode"] == 0
+    assert most[0] == 2, f"at most {most[0]} compiler(s) ran at once"
+    assert calls.count("nvcc bias_gelu_kernel.cu.cc") == 1, calls
+    assert set(calls[:2]) == {"nvcc bias_gelu_kernel.cu.cc", "probe False"}, f"longest first: {calls}"
+
+    # Nothing cached is compiled again; a build that fails raises its one-line error.
+    calls.clear()
+    again = build.build_all(harness=True, toolchain=toolchain)
+    assert calls == [] and again["probe with"]["cached"] and again["cpu library"] == built["cpu library"]
+    monkeypatch.setattr(build, "BUILD_DIR", tmp_path / "build2")
+    failing.add(f"nvcc {build.HARNESS_SOURCE}")
+    with pytest.raises(build.BuildError, match=f"^nvcc {build.HARNESS_SOURCE} failed$"):
+        build.build_all(harness=True, gpu=False, toolchain=toolchain)
+
+
 def test_build_dir_falls_back_to_temp_when_not_writable(tmp_path, monkeypatch):
     """The sandboxed grader lets notebooks write only in their folder and TMPDIR."""
     blocker = tmp_path / "a-file"
