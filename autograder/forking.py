@@ -97,6 +97,86 @@ def _closure_cells(function: types.FunctionType) -> list:
     return cells
 
 
+def _remembered(value, old: str) -> bool:
+    return isinstance(value, str) and (value == old or value.startswith(old + "/"))
+
+
+def remembered_places(old: str) -> list[tuple]:
+    """Where the imports keep a path under ``old``: ``(container, key)`` pairs (a module's
+    globals and a name, a list and an index, a dict and a key, a closure cell and ``None``),
+    and a module's globals and a name for a tuple holding one.  Found by walking every
+    module (a few tenths of a second with TensorFlow imported), so a zygote walks once,
+    before it forks (:func:`serve`), and each child moves just these (:func:`rehome`)."""
+    places = []
+    for module in list(sys.modules.values()):
+        try:
+            names = vars(module)
+        except TypeError:
+            continue
+        for name, value in list(names.items()):
+            if isinstance(value, str):
+                if _remembered(value, old):
+                    places.append((names, name))
+            elif type(value) is tuple:
+                if any(_remembered(v, old) for v in value):
+                    places.append((names, name))
+            elif isinstance(value, list):
+                places += [(value, i) for i, item in enumerate(value) if _remembered(item, old)]
+            elif isinstance(value, dict):
+                places += [(value, key) for key, item in list(value.items()) if _remembered(item, old)]
+            elif isinstance(value, types.FunctionType):
+                for cell in _closure_cells(value):
+                    try:
+                        item = cell.cell_contents
+                    except ValueError:  # an empty cell
+                        continue
+                    if _remembered(item, old):
+                        places.append((cell, None))
+    return places
+
+
+def _move(container, key, old: str, new: str) -> bool:
+    """Point the path kept at ``container[key]`` (a cell's contents when ``key`` is None) at ``new``."""
+    if isinstance(container, types.CellType):
+        try:
+            item = container.cell_contents
+        except ValueError:
+            return False
+        if (moved := _rehomed(item, old, new)) is item:
+            return False
+        container.cell_contents = moved
+        return True
+    try:
+        item = container[key]
+    except (KeyError, IndexError, TypeError):
+        return False
+    if type(item) is tuple:
+        moved = tuple(_rehomed(v, old, new) for v in item)
+        if all(a is b for a, b in zip(moved, item)):
+            return False
+    elif (moved := _rehomed(item, old, new)) is item:
+        return False
+    if isinstance(container, dict):
+        dict.__setitem__(container, key, moved)  # as stored: no validating __setitem__
+    else:
+        container[key] = moved
+    return True
+
+
+class _Plan(types.SimpleNamespace):
+    """The zygote's walk (:func:`plan_rehome`): its folder, how many modules were loaded, the
+    places.  Not a tuple or dict, which a walk would look into and move the folder of."""
+
+
+_PLAN: _Plan | None = None
+
+
+def plan_rehome(old: str) -> None:
+    """In a zygote, once its imports are done: find the places :func:`rehome` will move."""
+    global _PLAN
+    _PLAN = _Plan(old=old, modules=len(sys.modules), places=remembered_places(old)) if old else None
+
+
 def rehome(old: str, new: str) -> int:
     """Point what the imports remembered of the zygote's folder at this child's.
 
@@ -105,42 +185,12 @@ def rehome(old: str, new: str) -> int:
     site.  The zygote's folders mirror a child's (``HOME=F``, ``TMPDIR=F/.tmp``...), so
     each such path becomes the child's by its prefix: module globals that are strings,
     strings in a module's lists, tuples and dicts, and strings in module functions' closures.
-    Returns how many were changed (``tests/grading/test_warm_start.py`` scans a warm kernel
-    for any left)."""
-    changed = 0
-    for module in list(sys.modules.values()):
-        try:
-            names = vars(module)
-        except TypeError:
-            continue
-        for name, value in list(names.items()):
-            if isinstance(value, str):
-                if (moved := _rehomed(value, old, new)) is not value:
-                    names[name] = moved
-                    changed += 1
-            elif isinstance(value, list):
-                for i, item in enumerate(value):
-                    if (moved := _rehomed(item, old, new)) is not item:
-                        value[i] = moved
-                        changed += 1
-            elif type(value) is tuple and any(_rehomed(v, old, new) is not v for v in value):
-                names[name] = tuple(_rehomed(v, old, new) for v in value)
-                changed += 1
-            elif isinstance(value, dict):
-                for key, item in list(value.items()):
-                    if (moved := _rehomed(item, old, new)) is not item:
-                        dict.__setitem__(value, key, moved)  # as stored: no validating __setitem__
-                        changed += 1
-            elif isinstance(value, types.FunctionType):
-                for cell in _closure_cells(value):
-                    try:
-                        item = cell.cell_contents
-                    except ValueError:  # an empty cell
-                        continue
-                    if (moved := _rehomed(item, old, new)) is not item:
-                        cell.cell_contents = moved
-                        changed += 1
-    return changed
+    The places are the zygote's walk when it made one for ``old`` with the modules loaded now,
+    else a walk here.  Returns how many were changed (``tests/grading/test_warm_start.py``
+    scans a warm kernel for any left)."""
+    planned = _PLAN is not None and _PLAN.old == old and _PLAN.modules == len(sys.modules)
+    places = _PLAN.places if planned else remembered_places(old)
+    return sum(_move(container, key, old, new) for container, key in places)
 
 
 # --- the zygote's side ------------------------------------------------------------------------
@@ -195,6 +245,7 @@ def serve(sock: socket.socket, child: Callable[[bytes, list[int]], None]) -> int
               "context cannot be): refusing to serve", file=sys.stderr, flush=True)
         return 1
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped as they end
+    plan_rehome(os.environ.get("HOME", ""))
     sock.send(b"ready")
     while True:
         try:

@@ -61,6 +61,33 @@ def test_rehome_moves_remembered_folders_and_nothing_else():
     assert changed >= 7
 
 
+def test_a_planned_rehome_moves_the_places_the_zygote_found_and_walks_when_modules_changed(monkeypatch):
+    old, new = "/tmp/autograder-zygote-p", "/tmp/autograder-sandbox-2"
+    first, later = types.ModuleType("ag_rehome_first"), types.ModuleType("ag_rehome_later")
+    first.__dict__.update(home=old, dirs=[old + "/.fonts"], pair=(old, 1), config={"dir": old + "/.keras"})
+    later.home = old + "/.later"
+    sys.modules[first.__name__] = first
+    try:
+        forking.plan_rehome(old)
+        planned = forking._PLAN.places
+        assert (first.__dict__, "home") in planned and (first.dirs, 0) in planned and (first.config, "dir") in planned
+
+        def no_walk(folder):
+            raise AssertionError("rehome walked the modules although the zygote had planned it")
+        monkeypatch.setattr(forking, "remembered_places", no_walk)
+        assert forking.rehome(old, new) == 4
+        assert first.home == new and first.dirs == [new + "/.fonts"] and first.pair == (new, 1)
+        assert first.config == {"dir": new + "/.keras"}
+        assert forking.rehome(old, new) == 0  # already moved: nothing twice
+        monkeypatch.undo()
+        sys.modules[later.__name__] = later  # a module loaded after the plan: rehome walks again
+        assert forking.rehome(old, new) == 1 and later.home == new + "/.later"
+    finally:
+        forking._PLAN = None
+        sys.modules.pop(first.__name__, None)
+        sys.modules.pop(later.__name__, None)
+
+
 def test_close_fds_except_keeps_exactly_what_it_is_told():
     script = textwrap.dedent(f'''
         import os, sys
