@@ -19,6 +19,7 @@ on the child's own stdin.  A leaf: it imports nothing of the package.
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import os
 import select
@@ -246,6 +247,10 @@ def serve(sock: socket.socket, child: Callable[[bytes, list[int]], None]) -> int
         return 1
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped as they end
     plan_rehome(os.environ.get("HOME", ""))
+    # What the imports made is kept for good: out of the collector's sight, a child's collections
+    # do not walk (and copy, page by page) the 300,000 objects TensorFlow brings: 0.17 s each.
+    gc.collect()
+    gc.freeze()
     sock.send(b"ready")
     while True:
         try:

@@ -3,6 +3,7 @@ The zygotes built on it are tested with their users: ``tests/grading/test_warm_s
 workers) and ``tests/judge/test_zygote.py`` (judges)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -215,3 +216,41 @@ def test_a_prestarted_zygote_that_never_gets_ready_fails_its_first_spawn(tmp_pat
         assert ("k",) not in pool.zygotes
     finally:
         pool.close_all()
+
+
+_REPORTS_FROZEN = textwrap.dedent(f'''
+    import gc, json, socket, sys
+    sys.path.insert(0, {str(ROOT)!r})
+    from autograder import forking
+    import email.parser, decimal  # the zygote's "imports"
+
+    def child(request, fds):
+        def body():
+            forking.become_child(request, fds, "ag-test-child")
+            made = [[] for _ in range(10)]  # the child's own objects stay collectable
+            print(json.dumps({{"frozen": gc.get_freeze_count(), "tracked_made": gc.is_tracked(made),
+                               "made_in_a_generation": any(o is made for o in gc.get_objects())}}), flush=True)
+            return 0
+        forking.run_child(body)
+
+    raise SystemExit(forking.serve(socket.socket(fileno=int(sys.argv[1])), child))
+''')
+
+
+def test_a_zygotes_imports_are_frozen_for_its_children_and_theirs_are_collected(tmp_path):
+    """``gc.freeze`` before the first fork: a child's collections skip what the zygote imported
+    (with TensorFlow, 300,000 objects: 0.17 s a full collection, copying pages)."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(cwd)}
+    pool = forking.ZygotePool(1)
+    try:
+        with open(tmp_path / "child.log", "wb") as log:
+            child = pool.spawn(("f",), lambda: forking.Zygote(lambda fd: [sys.executable, "-c", _REPORTS_FROZEN, str(fd)],
+                                                              env, cwd, "ag-test-zygote-f-"), cwd, env, log)
+            report = json.loads(child.stdout.readline())
+            assert child.wait(timeout=30) == 0
+    finally:
+        pool.close_all()
+    assert report["frozen"] > 10_000, report  # the imports (decimal, email, the package): tens of thousands
+    assert report["tracked_made"] and report["made_in_a_generation"], report
