@@ -21,8 +21,11 @@ def _preload(with_tf: bool) -> None:
     import importlib
 
     import IPython  # noqa: F401
+    import ipykernel.debugger  # noqa: F401  (what a kernel's start imports: debugpy, history, store magic)
     import ipykernel.ipkernel  # noqa: F401
     import ipykernel.kernelapp  # noqa: F401
+    import IPython.extensions.storemagic  # noqa: F401
+    import sqlite3  # noqa: F401
     import jupyter_client.manager  # noqa: F401
     import nbclient  # noqa: F401
     import numpy  # noqa: F401
