@@ -82,11 +82,14 @@ def runtime_started() -> bool:
 # --- folders the imports remembered ---------------------------------------------------------
 
 
+def _remembered(value, old: str) -> bool:
+    """Whether ``value`` is a path under the folder ``old`` (``old`` itself included)."""
+    return isinstance(value, str) and (value == old or value.startswith(old + "/"))
+
+
 def _rehomed(value, old: str, new: str):
     """``value`` with a leading ``old`` replaced by ``new`` (strings only), else ``value``."""
-    if isinstance(value, str) and (value == old or value.startswith(old + "/")):
-        return new + value[len(old):]
-    return value
+    return new + value[len(old):] if _remembered(value, old) else value
 
 
 def _closure_cells(function: types.FunctionType) -> list:
@@ -96,10 +99,6 @@ def _closure_cells(function: types.FunctionType) -> list:
     if isinstance(inner, types.FunctionType):
         cells += inner.__closure__ or ()
     return cells
-
-
-def _remembered(value, old: str) -> bool:
-    return isinstance(value, str) and (value == old or value.startswith(old + "/"))
 
 
 def remembered_places(old: str) -> list[tuple]:

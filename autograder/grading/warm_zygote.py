@@ -21,15 +21,15 @@ def _preload(with_tf: bool) -> None:
     import importlib
 
     import IPython  # noqa: F401
-    import ipykernel.debugger  # noqa: F401  (what a kernel's start imports: debugpy, history, store magic)
+    import IPython.extensions.storemagic  # noqa: F401  (a kernel's start imports it, the debugger, sqlite3)
+    import ipykernel.debugger  # noqa: F401
     import ipykernel.ipkernel  # noqa: F401
     import ipykernel.kernelapp  # noqa: F401
-    import IPython.extensions.storemagic  # noqa: F401
-    import sqlite3  # noqa: F401
     import jupyter_client.manager  # noqa: F401
     import nbclient  # noqa: F401
     import numpy  # noqa: F401
     import psutil  # noqa: F401
+    import sqlite3  # noqa: F401  (IPython's history)
 
     from autograder.grading import integrity, sandbox_worker  # noqa: F401
 
