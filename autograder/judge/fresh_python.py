@@ -84,6 +84,11 @@ def run_module(module: str, args: list[str], *, env: dict[str, str], timeout: fl
                                          stderr.read().decode("utf-8", "replace"))
 
 
+def close() -> None:
+    """Stop the zygote and remove its folder (the judge does as it ends)."""
+    _POOL.close_all()
+
+
 def install() -> None:
     """Fork the judge's fresh processes (unless ``AUTOGRADER_KERNELS=cold``)."""
     if forking.warm_enabled():

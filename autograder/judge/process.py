@@ -127,14 +127,17 @@ def main() -> int:
         base, errors = run_locked_cells(start.cells)
     print(f"judge: locked cells in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     out.write(p.encode(p.Ready(errors)))
-    while True:
-        line = inp.readline()
-        if not line:
-            return 0
-        message = p.decode(line, p.Part, p.Stop)
-        if isinstance(message, p.Stop):
-            return 0
-        out.write(p.encode(judge_part(message.source, base, message.grade_id)))
+    try:
+        while True:
+            line = inp.readline()
+            if not line:
+                return 0
+            message = p.decode(line, p.Part, p.Stop)
+            if isinstance(message, p.Stop):
+                return 0
+            out.write(p.encode(judge_part(message.source, base, message.grade_id)))
+    finally:
+        fresh_python.close()  # its zygote's folder is in the temporary folder, not the judge's
 
 
 if __name__ == "__main__":

@@ -94,3 +94,36 @@ def test_parts_leave_no_files_for_the_next(tmp_path):
     base, _ = process.run_locked_cells([])
     assert process.judge_part("open('left.txt', 'w').write('x')", base, "a").status == "passed"
     assert process.judge_part("import os\nassert not os.path.exists('left.txt')", base, "b").status == "passed"
+
+
+FRESH = '''
+### BEGIN HIDDEN TESTS
+def __ag_judge(learner):
+    from autograder.checks import clean_subprocess
+    from autograder.judge import fresh_python
+    done = clean_subprocess.run_module("tests.files.fresh.facts", [], env=clean_subprocess.clean_env(),
+                                       timeout=120, cwd=".")
+    assert '"argv": []' in done.stdout, done.stderr[-500:]
+    print(*[z.folder for z in fresh_python._POOL.zygotes.values()])
+__import__("autograder.checks.probe", fromlist=["judge_here"]).judge_here(__ag_judge, globals())
+### END HIDDEN TESTS
+'''
+
+
+def test_a_judge_that_stops_removes_its_fresh_process_zygotes_folder(monkeypatch):
+    from pathlib import Path
+
+    from autograder import forking
+
+    monkeypatch.setenv(forking.KERNELS_ENV, "warm")
+    judge = client.Judge([], [])
+    try:
+        deadline = time.monotonic() + 180
+        assert judge.wait_ready(deadline) == []
+        verdict = judge.judge("g", client.judge_source(FRESH), _relay_to({}), deadline)
+    finally:
+        judge.close()
+    assert verdict.status == "passed", verdict.message
+    folders = [Path(f) for f in verdict.message.split()]
+    assert len(folders) == 1 and folders[0].name.startswith("ag-fresh-python-")
+    assert not folders[0].exists(), "the fresh-process zygote's folder outlived its judge"
