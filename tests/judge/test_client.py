@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 from autograder.checks import probe
 from autograder.judge import client
@@ -110,6 +111,7 @@ __import__("autograder.checks.probe", fromlist=["judge_here"]).judge_here(__ag_j
 '''
 
 
+@pytest.mark.untimed
 def test_a_judge_that_stops_removes_its_fresh_process_zygotes_folder(monkeypatch):
     from pathlib import Path
 
