@@ -8,11 +8,6 @@ grade no speed part). Every other test waits for the build to end before it star
 no verdict or ratio a test measures shares the CPU with the build. The tests that read
 the built book run last. With ``BOOK_BUILD_IN_BACKGROUND=0`` nothing is started early:
 the first test that needs the book builds it in the foreground.
-
-In the background the build runs at a lower priority (``BACKGROUND_NICENESS``, inherited by its
-kernels): beside it the untimed tests, one process at a time, had ended about 80 s after it
-on two cores, one core idle meanwhile; lowered, the build gives them the larger share and the
-two end closer together.
 """
 from __future__ import annotations
 
@@ -24,8 +19,6 @@ import time
 from pathlib import Path
 
 import psutil
-
-BACKGROUND_NICENESS = 5  # added to the build's niceness when it runs beside the untimed tests
 
 
 class BookBuild:
@@ -44,7 +37,7 @@ class BookBuild:
         """Start the build in the background; False (nothing started) with
         ``BOOK_BUILD_IN_BACKGROUND=0``."""
         if self.proc is None and os.environ.get("BOOK_BUILD_IN_BACKGROUND", "1") != "0":
-            self._spawn(niceness=BACKGROUND_NICENESS)
+            self._spawn()
             self.in_background = True
         return self.in_background
 
@@ -52,11 +45,10 @@ class BookBuild:
     def running(self) -> bool:
         return self.proc is not None and self.finished is None
 
-    def _spawn(self, niceness: int = 0) -> None:
+    def _spawn(self) -> None:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True,
-                                         preexec_fn=(lambda: os.nice(niceness)) if niceness else None)
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
         self.started = time.monotonic()
         threading.Thread(target=self._note_the_end, args=(self.proc,), daemon=True).start()
 

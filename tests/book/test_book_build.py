@@ -3,7 +3,6 @@ every other test waits for it to end, its readers run last, and nothing of it ou
 the session; with the switch off it runs in the foreground."""
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 import time
@@ -13,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests import conftest
-from tests.book.book_build import BACKGROUND_NICENESS, BookBuild
+from tests.book.book_build import BookBuild
 from tests.conftest import BOOK_BUILD, in_build_order
 
 pytestmark = pytest.mark.untimed
@@ -69,24 +68,6 @@ def test_the_background_build_returns_its_output_when_waited_for(tmp_path, backg
         while build.running and time.monotonic() < deadline:
             time.sleep(0.05)
         assert build.finished is not None
-    finally:
-        build.stop()
-
-
-def test_the_background_build_yields_to_the_tests_and_the_foreground_one_does_not(monkeypatch, tmp_path,
-                                                                                   background_allowed):
-    show = _python("import os; print(os.nice(0))")
-    mine = os.nice(0)
-    build = BookBuild(show, cwd=tmp_path)
-    try:
-        build.start()
-        assert build.wait() == (0, f"{mine + BACKGROUND_NICENESS}\n")
-    finally:
-        build.stop()
-    monkeypatch.setenv("BOOK_BUILD_IN_BACKGROUND", "0")
-    build = BookBuild(show, cwd=tmp_path)
-    try:
-        assert build.start() is False and build.wait() == (0, f"{mine}\n")
     finally:
         build.stop()
 
