@@ -154,6 +154,9 @@ def pytest_sessionfinish(session):
     build = session.config.stash.get(BOOK_BUILD, None)
     if build is not None:
         build.stop()
+    fresh = sys.modules.get("autograder.judge.fresh_python")
+    if fresh is not None:  # the fresh-process zygote the checks' tests started, and its folder
+        fresh.close()
 
 
 def pytest_terminal_summary(terminalreporter, config):
