@@ -11,15 +11,17 @@ ASSIGNMENTS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
 venv: $(STAMP)
 
 # uv installs the same pinned wheels as pip, in parallel and byte-compiled (13-26 s here against
-# pip's 69 s); where uv cannot be installed, pip does it.
+# pip's 69 s). It reads the system's certificates (--system-certs), as pip does: behind a proxy
+# with its own CA, uv's built-in roots fail. Where uv cannot be installed or fails, pip does it.
 UV := uv==0.13.9
+UV_INSTALL := $(BIN)/uv pip install --quiet --system-certs --python $(BIN)/python
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	if $(BIN)/python -m pip install --quiet $(UV) 2>/dev/null; then \
-	    $(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode -r requirements.txt && \
-	    $(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .; \
+	if $(BIN)/python -m pip install --quiet $(UV) 2>/dev/null && \
+	    $(UV_INSTALL) --compile-bytecode -r requirements.txt && $(UV_INSTALL) --no-deps -e .; then :; \
 	else \
+	    echo "uv did not install the requirements; pip does" && \
 	    $(BIN)/python -m pip install --quiet --upgrade pip && \
 	    $(BIN)/python -m pip install --quiet -r requirements.txt && \
 	    $(BIN)/python -m pip install --quiet --no-deps -e .; \
