@@ -101,6 +101,7 @@ def _has_gpu() -> bool:
 # --- the book build: one per session, beside the untimed tests, its readers last ----------
 
 BOOK_BUILD = pytest.StashKey()
+LANE = pytest.StashKey()  # tests/lanes.py: the Helper (in the session) or InHelper (in the helper)
 READS_THE_BOOK = ("built_book", "book_build_done")  # fixtures of tests/book/conftest.py
 
 
@@ -131,7 +132,15 @@ def in_build_order(items: list) -> list:
     return first + then + [i for i, r in zip(items, readers) if r]
 
 
+def shares_a_lane(item) -> bool:
+    """Whether the helper lane may run it (tests/lanes.py): untimed, not after the book's compiles,
+    not a reader of the book."""
+    return untimed(item) and not after_the_books_compiles(item) and not reads_the_book(item)
+
+
 def pytest_collection_finish(session):
+    if not session.config.option.collectonly:
+        _start_the_helper_lane(session)
     if session.config.option.collectonly or not any("built_book" in getattr(item, "fixturenames", ())
                                                     for item in session.items):
         return
@@ -143,23 +152,77 @@ def pytest_collection_finish(session):
     build.start()
 
 
+def _start_the_helper_lane(session) -> None:
+    from tests import lanes
+
+    folder = os.environ.get(lanes.HELPER_ENV)
+    if folder:  # this process is the helper
+        session.config.stash[LANE] = lane = lanes.InHelper(session.config, Path(folder))
+        _IN_HELPER.append(lane)
+        return
+    shared = [item for item in session.items if shares_a_lane(item)]
+    if lanes.wanted(session.config, shared):
+        session.config.stash[LANE] = lanes.Helper(session.config, shared)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """In a session with a helper lane, a test the helper ran is reported from its reports; in the
+    helper, a test of a module the session claimed is passed over."""
+    from tests import lanes
+
+    lane = item.config.stash.get(LANE, None)
+    if isinstance(lane, lanes.Helper) and lane.owns(item):
+        lane.replay(item, nextitem)
+        return True
+    if isinstance(lane, lanes.InHelper) and not lane.runs(item):
+        item.session._setupstate.teardown_exact(nextitem)
+        return True
+    return None
+
+
+def pytest_runtest_logreport(report):
+    if _IN_HELPER:  # this process is the helper: the session reports what it ran
+        _IN_HELPER[0].write(report)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if _IN_HELPER:
+        _IN_HELPER[0].done(nodeid)
+
+
+_IN_HELPER: list = []  # [tests.lanes.InHelper] when this process is the helper lane (hooks without config)
+
+
 def pytest_runtest_setup(item):
-    """A test that may time something does not share the CPU with the book build: it waits."""
+    """A test that may time something does not share the CPU with the book build or the helper
+    lane: it waits for both to end."""
+    from tests import lanes
+
     build = item.config.stash.get(BOOK_BUILD, None)
     if build is not None and build.running and not untimed(item):
         build.wait()
+    lane = item.config.stash.get(LANE, None)
+    if isinstance(lane, lanes.Helper) and not untimed(item):
+        lane.wait()
 
 
 def pytest_sessionfinish(session):
     build = session.config.stash.get(BOOK_BUILD, None)
     if build is not None:
         build.stop()
+    lane = session.config.stash.get(LANE, None)
+    if lane is not None:
+        lane.close()
     fresh = sys.modules.get("autograder.judge.fresh_python")
     if fresh is not None:  # the fresh-process zygote the checks' tests started, and its folder
         fresh.close()
 
 
 def pytest_terminal_summary(terminalreporter, config):
+    lane = config.stash.get(LANE, None)
+    if lane is not None and hasattr(lane, "summary"):
+        terminalreporter.write_line(lane.summary())
     build = config.stash.get(BOOK_BUILD, None)
     if build is not None and build.finished is not None:
         where = "beside the untimed tests" if build.in_background else "in the foreground"
@@ -168,7 +231,11 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 def pytest_collection_modifyitems(config, items):
+    from tests import lanes
+
     items[:] = in_build_order(items)
+    if os.environ.get(lanes.HELPER_ENV):
+        items[:] = lanes.in_helper_order(items)
     if not any(item.get_closest_marker("gpu") for item in items):
         return
     if _has_gpu():

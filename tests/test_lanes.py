@@ -1,0 +1,102 @@
+"""The helper lane (tests/lanes.py), in sessions of their own: every test is reported once, by
+the lane that ran it, failures included; a helper that dies fails its tests instead of losing
+them; a timed test starts only once the helper has ended."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.untimed
+
+CONFTEST = "from tests.conftest import *  # noqa: F401,F403  (the course's hooks, lanes included)\n"
+INI = """[pytest]
+markers =
+    untimed: times nothing
+    book_compiles: after the book's compiles
+"""
+# Each test writes which process ran it; the modules sleep a little, so both lanes get work.
+MODULE = '''import os, time, pytest
+pytestmark = pytest.mark.untimed
+
+@pytest.fixture(scope="session")
+def slow_to_end():
+    yield
+    time.sleep(1.5)  # the helper's last teardown: a timed test must not start before it ends
+    with open(os.environ["LANE_LOG"], "a") as log:
+        log.write("ended " + str(os.getpid()) + "\\n")
+
+def test_{name}_a(slow_to_end):
+    time.sleep(1.0)
+    with open(os.environ["LANE_LOG"], "a") as log:
+        log.write("{name}_a " + str(os.getpid()) + "\\n")
+
+def test_{name}_b():
+    with open(os.environ["LANE_LOG"], "a") as log:
+        log.write("{name}_b " + str(os.getpid()) + "\\n")
+    {body}
+'''
+TIMED = '''import os
+
+def test_timed_runs_after_every_untimed_test():
+    log = dict(line.split() for line in open(os.environ["LANE_LOG"]) if not line.startswith("ended"))
+    assert sorted(log) == sorted(n + s for n in ("m1", "m2", "m3", "m4") for s in ("_a", "_b")), log
+    if log["m4_a"] != str(os.getpid()):  # the helper ran m4: it has ended, its teardown too
+        assert "ended " + log["m4_a"] in open(os.environ["LANE_LOG"]).read()
+'''
+
+
+@pytest.fixture
+def session(pytester, monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("LANE_LOG", str(tmp_path / "lanes.log"))
+    monkeypatch.delenv("COURSE_TEST_LANES", raising=False)
+    monkeypatch.delenv("COURSE_TEST_LANE_DIR", raising=False)  # when this test runs in a helper lane
+    pytester.makeconftest(CONFTEST)
+    pytester.makeini(INI)
+
+    def run(bodies: dict[str, str]):
+        for name in ("m1", "m2", "m3", "m4"):
+            pytester.makepyfile(**{f"test_{name}": MODULE.format(name=name, body=bodies.get(name, "pass"))})
+        pytester.makepyfile(test_timed=TIMED)
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
+        log = [line.split() for line in (tmp_path / "lanes.log").read_text().splitlines()
+               if not line.startswith("ended")]
+        ran_by = {name: int(pid) for name, pid in log}
+        assert len(ran_by) == len(log), f"a test ran twice: {log}"
+        return result, ran_by
+
+    return run
+
+
+def test_two_lanes_share_the_untimed_modules_and_report_each_test_once(session, tmp_path):
+    result, ran_by = session({})
+    result.assert_outcomes(passed=9)
+    assert "ended" in (tmp_path / "lanes.log").read_text()
+    assert len(set(ran_by.values())) == 2, f"one process ran every test: {ran_by}"
+    assert ran_by["m1_a"] != ran_by["m4_a"], "the session starts at the front, the helper at the back"
+    assert all(ran_by[f"m{i}_a"] == ran_by[f"m{i}_b"] for i in range(1, 5)), "a module runs in one lane"
+    assert result.stdout.str().count("PASSED test_m4.py::test_m4_b") == 1
+    assert "helper lane: ran" in result.stdout.str()
+
+
+def test_a_failure_in_the_helper_fails_the_session(session):
+    result, ran_by = session({"m4": "assert False, 'broken in the helper'"})
+    result.assert_outcomes(passed=8, failed=1)
+    assert "broken in the helper" in result.stdout.str()
+    assert ran_by["m4_b"] != ran_by["m1_a"], "m4 ran in the helper"
+
+
+def test_a_helper_that_dies_fails_the_tests_it_did_not_report(session):
+    result, ran_by = session({"m4": "os._exit(3)"})
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 1 and result.ret != 0
+    assert "the helper lane ended (exit 3) before it reported this test" in result.stdout.str()
+
+
+def test_with_lanes_off_one_process_runs_everything(session, monkeypatch):
+    monkeypatch.setenv("COURSE_TEST_LANES", "1")
+    result, ran_by = session({})
+    result.assert_outcomes(passed=9)
+    assert len(set(ran_by.values())) == 1
