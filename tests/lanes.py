@@ -60,6 +60,7 @@ class Helper:
 
     def __init__(self, config, items: list) -> None:
         self.config = config
+        self.ids = {i.nodeid for i in items}
         self.modules = {module_of(i) for i in items}
         self.folder = Path(tempfile.mkdtemp(prefix="test-lanes-"))
         (self.folder / "ids.txt").write_text("".join(i.nodeid + "\n" for i in items))
@@ -75,9 +76,10 @@ class Helper:
         self.started, self.ended, self.replayed = time.monotonic(), None, set()
 
     def owns(self, item) -> bool:
-        """Whether the helper runs ``item`` (claims its module for the session if no lane has)."""
-        module = module_of(item)
-        return module in self.modules and not claim(self.folder, module, "session")
+        """Whether the helper runs ``item`` (claims its module for the session if no lane has).
+        A module's tests that may not share a lane (say, the timed ones of a module with one
+        untimed test) are never the helper's."""
+        return item.nodeid in self.ids and not claim(self.folder, module_of(item), "session")
 
     def replay(self, item, nextitem) -> None:
         """Report ``item`` as the helper ran it, once the helper has."""

@@ -37,11 +37,26 @@ def test_{name}_b():
         log.write("{name}_b " + str(os.getpid()) + "\\n")
     {body}
 '''
+# A module with one untimed test (the helper's, as it starts from the back) and one timed test,
+# which only the session may run.
+MIXED = '''import os, pytest
+
+def _log(name):
+    with open(os.environ["LANE_LOG"], "a") as log:
+        log.write(name + " " + str(os.getpid()) + "\\n")
+
+@pytest.mark.untimed
+def test_m5_untimed():
+    _log("m5_u")
+
+def test_m5_timed():
+    _log("m5_t")
+'''
 TIMED = '''import os
 
 def test_timed_runs_after_every_untimed_test():
     log = dict(line.split() for line in open(os.environ["LANE_LOG"]) if not line.startswith("ended"))
-    assert sorted(log) == sorted(n + s for n in ("m1", "m2", "m3", "m4") for s in ("_a", "_b")), log
+    assert {n + s for n in ("m1", "m2", "m3", "m4") for s in ("_a", "_b")} <= set(log), log
     if log["m4_a"] != str(os.getpid()):  # the helper ran m4: it has ended, its teardown too
         assert "ended " + log["m4_a"] in open(os.environ["LANE_LOG"]).read()
 '''
@@ -59,7 +74,7 @@ def session(pytester, monkeypatch, tmp_path):
     def run(bodies: dict[str, str]):
         for name in ("m1", "m2", "m3", "m4"):
             pytester.makepyfile(**{f"test_{name}": MODULE.format(name=name, body=bodies.get(name, "pass"))})
-        pytester.makepyfile(test_timed=TIMED)
+        pytester.makepyfile(test_timed=TIMED, test_m5=MIXED)
         result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
         log = [line.split() for line in (tmp_path / "lanes.log").read_text().splitlines()
                if not line.startswith("ended")]
@@ -72,10 +87,11 @@ def session(pytester, monkeypatch, tmp_path):
 
 def test_two_lanes_share_the_untimed_modules_and_report_each_test_once(session, tmp_path):
     result, ran_by = session({})
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=11)
     assert "ended" in (tmp_path / "lanes.log").read_text()
     assert len(set(ran_by.values())) == 2, f"one process ran every test: {ran_by}"
-    assert ran_by["m1_a"] != ran_by["m4_a"], "the session starts at the front, the helper at the back"
+    assert ran_by["m1_a"] != ran_by["m5_u"], "the session starts at the front, the helper at the back"
+    assert ran_by["m5_t"] == ran_by["m1_a"], "a timed test of a module the helper took runs in the session"
     assert all(ran_by[f"m{i}_a"] == ran_by[f"m{i}_b"] for i in range(1, 5)), "a module runs in one lane"
     assert result.stdout.str().count("PASSED test_m4.py::test_m4_b") == 1
     assert "helper lane: ran" in result.stdout.str()
@@ -83,7 +99,7 @@ def test_two_lanes_share_the_untimed_modules_and_report_each_test_once(session, 
 
 def test_a_failure_in_the_helper_fails_the_session(session):
     result, ran_by = session({"m4": "assert False, 'broken in the helper'"})
-    result.assert_outcomes(passed=8, failed=1)
+    result.assert_outcomes(passed=10, failed=1)
     assert "broken in the helper" in result.stdout.str()
     assert ran_by["m4_b"] != ran_by["m1_a"], "m4 ran in the helper"
 
@@ -98,5 +114,5 @@ def test_a_helper_that_dies_fails_the_tests_it_did_not_report(session):
 def test_with_lanes_off_one_process_runs_everything(session, monkeypatch):
     monkeypatch.setenv("COURSE_TEST_LANES", "1")
     result, ran_by = session({})
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=11)
     assert len(set(ran_by.values())) == 1
