@@ -17,6 +17,8 @@ from autograder.grading.results import Results, TestResult
 from tests.conftest import ROOT, is_sandbox_kernel
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
+pytestmark = pytest.mark.untimed  # times nothing: it may run beside the book build
+
 
 def _submit(root, student: str, data: bytes | None = None, assignment: str = "tiny", name: str = "tiny.ipynb"):
     folder = root / student / assignment

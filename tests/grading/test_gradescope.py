@@ -17,6 +17,8 @@ from autograder.errors import UsageError
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
+pytestmark = pytest.mark.untimed  # times nothing: it may run beside the book build
+
 
 def test_zip_has_gradescope_layout(tmp_path):
     path = gradescope.build_zip("tiny", tmp_path / "autograder.zip", source_root=TINY_SOURCE)
