@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import lanes
+
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
@@ -153,12 +155,9 @@ def pytest_collection_finish(session):
 
 
 def _start_the_helper_lane(session) -> None:
-    from tests import lanes
-
-    folder = os.environ.get(lanes.HELPER_ENV)
-    if folder:  # this process is the helper
-        session.config.stash[LANE] = lane = lanes.InHelper(session.config, Path(folder))
-        _IN_HELPER.append(lane)
+    if lanes.in_helper():  # its reports go to the session through the plugin's hooks
+        session.config.stash[LANE] = lane = lanes.InHelper(session.config, Path(os.environ[lanes.HELPER_ENV]))
+        session.config.pluginmanager.register(lane, "course-helper-lane")
         return
     shared = [item for item in session.items if shares_a_lane(item)]
     if lanes.wanted(session.config, shared):
@@ -169,8 +168,6 @@ def _start_the_helper_lane(session) -> None:
 def pytest_runtest_protocol(item, nextitem):
     """In a session with a helper lane, a test the helper ran is reported from its reports; in the
     helper, a test of a module the session claimed is passed over."""
-    from tests import lanes
-
     lane = item.config.stash.get(LANE, None)
     if isinstance(lane, lanes.Helper) and lane.owns(item):
         lane.replay(item, nextitem)
@@ -181,24 +178,9 @@ def pytest_runtest_protocol(item, nextitem):
     return None
 
 
-def pytest_runtest_logreport(report):
-    if _IN_HELPER:  # this process is the helper: the session reports what it ran
-        _IN_HELPER[0].write(report)
-
-
-def pytest_runtest_logfinish(nodeid, location):
-    if _IN_HELPER:
-        _IN_HELPER[0].done(nodeid)
-
-
-_IN_HELPER: list = []  # [tests.lanes.InHelper] when this process is the helper lane (hooks without config)
-
-
 def pytest_runtest_setup(item):
     """A test that may time something does not share the CPU with the book build or the helper
     lane: it waits for both to end."""
-    from tests import lanes
-
     build = item.config.stash.get(BOOK_BUILD, None)
     if build is not None and build.running and not untimed(item):
         build.wait()
@@ -221,7 +203,7 @@ def pytest_sessionfinish(session):
 
 def pytest_terminal_summary(terminalreporter, config):
     lane = config.stash.get(LANE, None)
-    if lane is not None and hasattr(lane, "summary"):
+    if lane is not None and not isinstance(lane, lanes.InHelper):
         terminalreporter.write_line(lane.summary())
     build = config.stash.get(BOOK_BUILD, None)
     if build is not None and build.finished is not None:
@@ -231,10 +213,8 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 def pytest_collection_modifyitems(config, items):
-    from tests import lanes
-
     items[:] = in_build_order(items)
-    if os.environ.get(lanes.HELPER_ENV):
+    if lanes.in_helper():
         items[:] = lanes.in_helper_order(items)
     if not any(item.get_closest_marker("gpu") for item in items):
         return

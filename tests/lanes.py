@@ -37,16 +37,27 @@ def module_of(item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
-def claim(folder: Path, module: str, lane: str) -> bool:
-    """Claim ``module`` for ``lane``; True when this lane got it (now or before)."""
-    path = folder / ("claim-" + module.replace("/", "__"))
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return path.read_text() == lane
-    with os.fdopen(fd, "w") as out:
-        out.write(lane)
-    return True
+class Claims:
+    """Modules claimed for one lane: each module by whichever lane asks first (a file created with
+    ``O_EXCL``), each answer remembered, as a claim never changes hands."""
+
+    def __init__(self, folder: Path, lane: str) -> None:
+        self.folder, self.lane, self.known = folder, lane, {}
+
+    def mine(self, module: str) -> bool:
+        if module not in self.known:
+            self.known[module] = self._claim(module)
+        return self.known[module]
+
+    def _claim(self, module: str) -> bool:
+        path = self.folder / ("claim-" + module.replace("/", "__"))
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return path.read_text() == self.lane  # "" while the other lane writes: not this one's
+        with os.fdopen(fd, "w") as out:
+            out.write(self.lane)
+        return True
 
 
 def in_helper_order(items: list) -> list:
@@ -63,6 +74,7 @@ class Helper:
         self.ids = {i.nodeid for i in items}
         self.modules = {module_of(i) for i in items}
         self.folder = Path(tempfile.mkdtemp(prefix="test-lanes-"))
+        self.claims = Claims(self.folder, "session")
         (self.folder / "ids.txt").write_text("".join(i.nodeid + "\n" for i in items))
         basetemp = config._tmp_path_factory.getbasetemp() / "lane2"
         env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}  # no second JUnit file
@@ -79,7 +91,7 @@ class Helper:
         """Whether the helper runs ``item`` (claims its module for the session if no lane has).
         A module's tests that may not share a lane (say, the timed ones of a module with one
         untimed test) are never the helper's."""
-        return item.nodeid in self.ids and not claim(self.folder, module_of(item), "session")
+        return item.nodeid in self.ids and not self.claims.mine(module_of(item))
 
     def replay(self, item, nextitem) -> None:
         """Report ``item`` as the helper ran it, once the helper has."""
@@ -140,24 +152,21 @@ class Helper:
 
 
 class InHelper:
-    """The helper's side: runs a module only when it claims it, and writes every report."""
+    """The helper's side, a plugin of the helper's session: runs a module only when it claims it,
+    and writes every report for the session."""
 
     def __init__(self, config, folder: Path) -> None:
-        self.config, self.folder = config, folder
+        self.config, self.claims = config, Claims(folder, "helper")
         self.out = open(folder / REPORTS, "a")
-        self.mine: dict[str, bool] = {}
 
     def runs(self, item) -> bool:
-        module = module_of(item)
-        if module not in self.mine:
-            self.mine[module] = claim(self.folder, module, "helper")
-        return self.mine[module]
+        return self.claims.mine(module_of(item))
 
-    def write(self, report) -> None:
+    def pytest_runtest_logreport(self, report) -> None:
         data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
         self._line({"report": data})
 
-    def done(self, nodeid: str) -> None:
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
         self._line({"done": nodeid})
 
     def _line(self, entry: dict) -> None:
@@ -168,9 +177,14 @@ class InHelper:
         self.out.close()
 
 
+def in_helper() -> bool:
+    """Whether this process is a session's helper lane."""
+    return bool(os.environ.get(HELPER_ENV))
+
+
 def wanted(config, items: list) -> bool:
     """Whether this session starts a helper lane: on a machine with two cores or more, not
     turned off, and with at least two modules to share."""
-    if os.environ.get(LANES_ENV) == "1" or (os.cpu_count() or 1) < 2 or os.environ.get(HELPER_ENV):
+    if os.environ.get(LANES_ENV) == "1" or (os.cpu_count() or 1) < 2:
         return False
     return len({module_of(i) for i in items}) >= 2
