@@ -10,7 +10,7 @@ times each, alternating, so load from elsewhere hits both):
 * ``grade``: ``python -m autograder grade SUBMISSIONS --workers N`` as an instructor runs it
   (sandbox, judge, hidden tests, feedback, grades.csv);
 * ``nbclient``: the same source notebooks (same answers, every test, hidden ones included)
-  executed by nbclient, ``N`` at a time, in the order ``grade`` takes them, nothing else.
+  executed by nbclient, ``N`` at a time, nothing else.
 
 It prints and records notebooks a minute for each and their ratio (grade / nbclient), with
 the machine.  ``--tree`` grades with the ``autograder`` package and ``solutions/`` of another
@@ -46,7 +46,6 @@ import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
 from autograder.checks import hardware  # noqa: E402
-from autograder.grading.grade import in_streams  # noqa: E402
 
 GRADING_RESULTS = ROOT / "book" / "data" / "results" / "grading"
 
@@ -78,12 +77,9 @@ def _execute(notebook: Path) -> None:
 
 
 def time_nbclient(notebooks: list[Path], workers: int) -> float:
-    """Seconds to execute ``notebooks`` (in assignment order), ``workers`` at a time, in the order
-    ``grade`` takes them (:func:`autograder.grading.grade.in_streams`): the same notebooks side by
-    side, so the ratio is the grader's cost, not a difference of schedule."""
     start = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(_execute, in_streams(notebooks, workers)))
+        list(pool.map(_execute, notebooks))
     return time.perf_counter() - start
 
 

@@ -227,9 +227,8 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
         raise UsageError(f"no submissions{what} in {submissions}; expected <student>/<assignment>/<notebook>.ipynb")
     assignments = {name: pipeline.load_assignment(source_root / name / f"{name}.ipynb")
                    for name in sorted({s.assignment for s in subs})}
-    # Graded assignment by assignment (students in order within one; with several workers, in runs
-    # taken in turn: in_streams): a judge is kept warm for the next submission of its assignment,
-    # and a few are kept at most (judge.client.MAX_IDLE).
+    # Graded assignment by assignment (students in order within one): a judge is kept warm for the
+    # next submission of its assignment, and a few are kept at most (judge.client.MAX_IDLE).
     todo = sorted((sub for sub in subs if force or needs_grading(out, sub)), key=lambda sub: sub.assignment)
     out.mkdir(parents=True, exist_ok=True)
     return Batch(out, subs, todo, assignments, sorted({source_root, submissions, out}), limits, isolate,
@@ -269,21 +268,9 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
     return rows
 
 
-def in_streams(todo: list[Submission], workers: int) -> list[Submission]:
-    """``todo`` (in assignment order) cut into ``workers`` runs of consecutive submissions, taken
-    one from each run in turn: the submissions graded side by side come from different runs, so
-    in a batch of several assignments each worker tends to stay on one assignment, its judge kept
-    warm, instead of every worker starting a judge of the same one.  One assignment, or one worker:
-    the order is unchanged."""
-    size = -(-len(todo) // max(1, workers))  # ceiling: the runs differ by one at most
-    runs = [todo[i:i + size] for i in range(0, len(todo), size)] if todo else []
-    return [run[i] for i in range(size) for run in runs if i < len(run)] if runs else []
-
-
 def grade_here(batch: Batch, workers: int | None = None) -> None:
-    """Grade ``batch.todo`` on this machine, ``workers`` at a time (default: CPU cores), in
-    :func:`in_streams` order, each in its own sandboxed process tree; Ctrl-C kills every
-    running sandbox."""
+    """Grade ``batch.todo`` on this machine, ``workers`` at a time (default: CPU cores),
+    each in its own sandboxed process tree; Ctrl-C kills every running sandbox."""
     workers = max(1, workers or os.cpu_count() or 1)
     sandbox.sweep_stale()  # what a grader killed with -9 could not clean up
     stopping = threading.Event()
@@ -296,7 +283,7 @@ def grade_here(batch: Batch, workers: int | None = None) -> None:
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grade")
     try:
-        pending = {pool.submit(task, sub) for sub in in_streams(batch.todo, workers)}
+        pending = {pool.submit(task, sub) for sub in batch.todo}
         while pending:
             finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for future in finished:

@@ -117,44 +117,6 @@ def test_a_batch_is_graded_assignment_by_assignment(tmp_path, fake):
         ("b_second", "alice"), ("b_second", "bob"), ("b_second", "carol")]
 
 
-def test_two_workers_start_on_different_assignments_each_keeping_to_its_run(tmp_path, monkeypatch):
-    """With two workers the assignment-ordered batch is cut into two runs taken in turn: the two
-    submissions graded side by side are of different assignments (a judge each, kept warm for the
-    next of its run), not two of the same one."""
-    source, subs, out = tmp_path / "source", tmp_path / "submitted", tmp_path / "out"
-    for name in ("a_first", "b_second"):
-        (source / name).mkdir(parents=True)
-        (source / name / f"{name}.ipynb").write_bytes((TINY_SOURCE / "tiny" / "tiny.ipynb").read_bytes())
-        for student in ("alice", "bob", "carol"):
-            _submit(subs, student, b"{}", assignment=name, name=f"{name}.ipynb")
-    started, lock, both = [], threading.Lock(), threading.Barrier(2, timeout=30)
-
-    def record(submission, source, **kwargs):
-        with lock:
-            started.append((submission.parent.name, submission.parent.parent.name))
-            first_two = len(started) <= 2
-        if first_two:
-            both.wait()  # the first two run side by side
-        return Results(tests=[TestResult("test-double", 3.0, 3.0, "ok")], notebook=submission.name)
-
-    monkeypatch.setattr(grade.sandbox, "run_submission", record)
-    grade.grade(subs, out, source=source, workers=2, progress_stream=io.StringIO())
-    assert set(started[:2]) == {("a_first", "alice"), ("b_second", "alice")}
-    assert sorted(started) == [(a, s) for a in ("a_first", "b_second") for s in ("alice", "bob", "carol")]
-
-
-@pytest.mark.parametrize("todo,workers,expected", [
-    ("aabbccdd", 2, "acacbdbd"),  # runs aabb and ccdd, one from each in turn
-    ("aaaaa", 2, "aaaaa"),  # one assignment: nothing to interleave
-    ("abcdefg", 3, "adgbecf"),  # runs abc, def, g
-    ("abc", 1, "abc"),
-    ("", 2, ""),
-    ("a", 4, "a"),
-])
-def test_in_streams_takes_one_from_each_run_in_turn(todo, workers, expected):
-    assert "".join(grade.in_streams(list(todo), workers)) == expected
-
-
 def test_a_half_written_result_is_regraded(tmp_path, fake):
     subs, out = tmp_path / "submitted", tmp_path / "out"
     _submit(subs, "alice", b"{}")
