@@ -31,13 +31,13 @@ import stat
 import sys
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from autograder.grading import exporters, feedback, pipeline, sandbox
+from autograder.grading import exporters, feedback, pipeline, sandbox, turns
 from autograder.errors import UsageError
 from autograder.atomic import write_atomic
 from autograder.grading.exporters.base import Graded, Roster, Row, read_timestamp
@@ -227,8 +227,9 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
         raise UsageError(f"no submissions{what} in {submissions}; expected <student>/<assignment>/<notebook>.ipynb")
     assignments = {name: pipeline.load_assignment(source_root / name / f"{name}.ipynb")
                    for name in sorted({s.assignment for s in subs})}
-    # Graded assignment by assignment (students in order within one): a judge is kept warm for the
-    # next submission of its assignment, and a few are kept at most (judge.client.MAX_IDLE).
+    # Listed assignment by assignment (students in order within one); grade_here hands them out by
+    # turns.Turns, each worker kept to one assignment while it can: a judge is kept warm for the next
+    # submission of its assignment, and a few are kept at most (judge.client.MAX_IDLE).
     todo = sorted((sub for sub in subs if force or needs_grading(out, sub)), key=lambda sub: sub.assignment)
     out.mkdir(parents=True, exist_ok=True)
     return Batch(out, subs, todo, assignments, sorted({source_root, submissions, out}), limits, isolate,
@@ -269,8 +270,10 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
 
 
 def grade_here(batch: Batch, workers: int | None = None) -> None:
-    """Grade ``batch.todo`` on this machine, ``workers`` at a time (default: CPU cores),
-    each in its own sandboxed process tree; Ctrl-C kills every running sandbox."""
+    """Grade ``batch.todo`` on this machine, ``workers`` at a time (default: CPU cores), each in
+    its own sandboxed process tree, the submissions handed out by :class:`turns.Turns` (side by
+    side, different assignments where there are; each worker kept to one while it can); Ctrl-C
+    kills every running sandbox."""
     workers = max(1, workers or os.cpu_count() or 1)
     sandbox.sweep_stale()  # what a grader killed with -9 could not clean up
     stopping = threading.Event()
@@ -281,20 +284,24 @@ def grade_here(batch: Batch, workers: int | None = None) -> None:
             return  # killed by Ctrl-C: not a real grade, grade it again next time
         batch.record(sub, results)
 
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grade")
+    order = turns.Turns(batch.todo, key=lambda sub: sub.assignment)
+    futures, threads = turns.run_in_turns(batch.todo, None, task, workers, turns=order, name="grade")
     try:
-        pending = {pool.submit(task, sub) for sub in batch.todo}
+        pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for future in finished:
-                future.result()
+                if not future.cancelled():
+                    future.result()
     except BaseException:
         stopping.set()
-        pool.shutdown(wait=False, cancel_futures=True)
+        order.close()
         sandbox.stop_all()
-        pool.shutdown(wait=True)
+        for thread in threads:
+            thread.join()
         raise
-    pool.shutdown(wait=True)
+    for thread in threads:
+        thread.join()
 
 
 def _write_exports(out: Path, subs: list[Submission], assignments: dict[str, pipeline.Assignment],

@@ -117,6 +117,29 @@ def test_a_batch_is_graded_assignment_by_assignment(tmp_path, fake):
         ("b_second", "alice"), ("b_second", "bob"), ("b_second", "carol")]
 
 
+def test_workers_side_by_side_grade_different_assignments(tmp_path, fake, monkeypatch):
+    """With two workers the two submissions graded at once are of two assignments (turns.Turns),
+    and each worker then keeps to its own."""
+    source, subs, out = tmp_path / "source", tmp_path / "submitted", tmp_path / "out"
+    for name in ("a_first", "b_second"):
+        (source / name).mkdir(parents=True)
+        (source / name / f"{name}.ipynb").write_bytes((TINY_SOURCE / "tiny" / "tiny.ipynb").read_bytes())
+        for student in ("alice", "bob"):
+            _submit(subs, student, b"{}", assignment=name, name=f"{name}.ipynb")
+    both = threading.Barrier(2, timeout=30)
+    side_by_side, lock = [], threading.Lock()
+
+    def graded(submission, source, **kw):
+        with lock:
+            side_by_side.append(submission.parent.name)
+        both.wait()  # two at a time, in step
+        return fake(submission, source, **kw)
+
+    monkeypatch.setattr(grade.sandbox, "run_submission", graded)
+    grade.grade(subs, out, source=source, workers=2, progress_stream=io.StringIO())
+    assert sorted(side_by_side[:2]) == ["a_first", "b_second"] == sorted(side_by_side[2:])
+
+
 def test_a_half_written_result_is_regraded(tmp_path, fake):
     subs, out = tmp_path / "submitted", tmp_path / "out"
     _submit(subs, "alice", b"{}")
@@ -338,3 +361,23 @@ def test_the_suites_batches_give_the_same_second_try():
     assert futures["stuck"].result().tests[0].status == "inconclusive"
     with pytest.raises(RuntimeError, match="grader failed"):
         futures["broken"].result()
+
+
+def test_the_suites_batches_are_handed_out_as_grade_hands_them_out():
+    """graded_as_a_batch with ``key`` (the catalogue's assignment) grades two assignments side by side,
+    as grade's workers do, not two cases of one."""
+    from tests.conftest import graded_as_a_batch
+
+    both = threading.Barrier(2, timeout=30)
+    side_by_side, lock = [], threading.Lock()
+
+    def fake_grade(value):
+        with lock:
+            side_by_side.append(value[0])
+        both.wait()
+        return value
+
+    values = [("ex1", 0), ("ex1", 1), ("ex2", 0), ("ex2", 1)]
+    futures = graded_as_a_batch(values, fake_grade, workers=2, key=lambda value: value[0])
+    assert [futures[v].result() for v in values] == values
+    assert sorted(side_by_side[:2]) == ["ex1", "ex2"] == sorted(side_by_side[2:])
