@@ -26,17 +26,23 @@ def notebook_for(folder: Path, name: str) -> Path:
 _TOGETHER: dict = {}
 
 
-def graded_as_a_batch(values, grade, workers: int = 2) -> dict:
+def graded_as_a_batch(values, grade, workers: int = 2, key=None) -> dict:
     """``{value: Future of grade(value)}``, graded as ``grade --workers 2`` grades a class:
-    ``workers`` at a time, then each result with an inconclusive speed part once more, alone
-    (:func:`autograder.grading.grade.grade`'s second try)."""
-    from concurrent.futures import Future, ThreadPoolExecutor
+    ``workers`` at a time, handed out by :class:`autograder.grading.turns.Turns` (values of one
+    ``key``, an assignment, are kept to one worker while another assignment is free), then each
+    result with an inconclusive speed part once more, alone (:func:`autograder.grading.grade.grade`'s
+    second try)."""
+    from concurrent.futures import Future
 
     from autograder.grading.grade import timing_inconclusive
     from autograder.grading.results import Results
+    from autograder.grading.turns import run_in_turns
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {value: pool.submit(grade, value) for value in values}
+    values = list(values)
+    ran, threads = run_in_turns(values, key or (lambda value: value), grade, workers, name="graded-as-a-batch")
+    for thread in threads:
+        thread.join()
+    futures = dict(zip(values, ran))
     for value, future in futures.items():
         results = None if future.exception() else getattr(future.result(), "results", future.result())
         if isinstance(results, Results) and timing_inconclusive(results):

@@ -86,8 +86,9 @@ def _grade_case(assignment: str, case, folder: Path):
 
 def _catalogue_results(request, assignment: str, root: Path) -> dict:
     """Every selected case's results, graded the first time one is asked for: the cases of all
-    assignments in one batch, in the session's order (an assignment's cases together, so its judge
-    stays warm), two at a time: no worker waits at the end of one assignment for the next."""
+    assignments in one batch, two at a time, handed out as ``grade`` hands out a class (each worker
+    kept to one assignment, its judge warm, while another is free): no worker waits at the end of
+    one assignment for the next, and the two side by side are of different assignments."""
     if assignment not in _BATCHES:
         cases = [(item.callspec.params["assignment"], item.callspec.params["case"]) for item in request.session.items
                  if getattr(item, "function", None) is request.node.function and hasattr(item, "callspec")]
@@ -98,7 +99,7 @@ def _catalogue_results(request, assignment: str, root: Path) -> dict:
             graded, name = key
             return _grade_case(graded, by_key[key], root / graded / f"{name}-{attempts[key]}")
 
-        futures = graded_as_a_batch(list(by_key), grade_case, WORKERS)
+        futures = graded_as_a_batch(list(by_key), grade_case, WORKERS, key=lambda key: key[0])
         for (graded, name), future in futures.items():
             _BATCHES.setdefault(graded, {})[name] = future  # its own test gets its result or its exception
     return _BATCHES[assignment]
