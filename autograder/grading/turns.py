@@ -66,8 +66,9 @@ class Turns:
 def run_in_turns(items: Sequence[T], key: Callable[[T], Hashable] | None, fn: Callable[[T], object], workers: int,
                  *, turns: Turns | None = None, name: str = "turns") -> tuple[list[Future], list[threading.Thread]]:
     """Call ``fn(item)`` for every item, ``workers`` threads at a time, taking items by
-    :class:`Turns` (``turns``, or grouped by ``key``).  Returns each item's Future (in ``items``' order: its result or exception;
-    cancelled when the turns were closed before it was taken) and the threads, started."""
+    :class:`Turns` (``turns``, or grouped by ``key``).  Returns each item's Future, in ``items``'
+    order (its result or exception; cancelled when the turns were closed before it was taken),
+    and the threads, started."""
     turns = turns or Turns(items, key or (lambda item: None))
     futures = [Future() for _ in items]
 
