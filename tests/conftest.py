@@ -36,10 +36,10 @@ def graded_as_a_batch(values, grade, workers: int = 2, key=None) -> dict:
 
     from autograder.grading.grade import timing_inconclusive
     from autograder.grading.results import Results
-    from autograder.grading.turns import run_in_turns
+    from autograder.grading.turns import Turns, run_in_turns
 
     values = list(values)
-    ran, threads = run_in_turns(values, key or (lambda value: value), grade, workers, name="graded-as-a-batch")
+    ran, threads = run_in_turns(Turns(values, key or (lambda value: value)), grade, workers, name="graded-as-a-batch")
     for thread in threads:
         thread.join()
     futures = dict(zip(values, ran))

@@ -285,23 +285,21 @@ def grade_here(batch: Batch, workers: int | None = None) -> None:
         batch.record(sub, results)
 
     order = turns.Turns(batch.todo, key=lambda sub: sub.assignment)
-    futures, threads = turns.run_in_turns(batch.todo, None, task, workers, turns=order, name="grade")
+    futures, threads = turns.run_in_turns(order, task, workers, name="grade")
     try:
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for future in finished:
-                if not future.cancelled():
-                    future.result()
+                future.result()
     except BaseException:
         stopping.set()
         order.close()
         sandbox.stop_all()
+        raise
+    finally:
         for thread in threads:
             thread.join()
-        raise
-    for thread in threads:
-        thread.join()
 
 
 def _write_exports(out: Path, subs: list[Submission], assignments: dict[str, pipeline.Assignment],

@@ -24,6 +24,7 @@ class Turns:
     """Items grouped by ``key`` (an assignment), handed out one at a time, thread-safe."""
 
     def __init__(self, items: Sequence[T], key: Callable[[T], Hashable]) -> None:
+        self.items = list(items)
         self._left: dict[Hashable, deque[int]] = {}  # group -> indices of its items still to give, in order
         for i, item in enumerate(items):
             self._left.setdefault(key(item), deque()).append(i)
@@ -63,14 +64,12 @@ class Turns:
             return [i for queue in self._left.values() for i in queue]
 
 
-def run_in_turns(items: Sequence[T], key: Callable[[T], Hashable] | None, fn: Callable[[T], object], workers: int,
-                 *, turns: Turns | None = None, name: str = "turns") -> tuple[list[Future], list[threading.Thread]]:
-    """Call ``fn(item)`` for every item, ``workers`` threads at a time, taking items by
-    :class:`Turns` (``turns``, or grouped by ``key``).  Returns each item's Future, in ``items``'
-    order (its result or exception; cancelled when the turns were closed before it was taken),
-    and the threads, started."""
-    turns = turns or Turns(items, key or (lambda item: None))
-    futures = [Future() for _ in items]
+def run_in_turns(turns: Turns, fn: Callable[[T], object], workers: int,
+                 *, name: str = "turns") -> tuple[list[Future], list[threading.Thread]]:
+    """Call ``fn(item)`` for every item of ``turns``, ``workers`` threads at a time, each taking
+    its next item from ``turns``.  Returns each item's Future, in the items' order (its result or
+    exception; cancelled when ``turns`` was closed before it was taken), and the threads, started."""
+    futures = [Future() for _ in turns.items]
 
     def worker() -> None:
         last = None
@@ -80,7 +79,7 @@ def run_in_turns(items: Sequence[T], key: Callable[[T], Hashable] | None, fn: Ca
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                future.set_result(fn(items[index]))
+                future.set_result(fn(turns.items[index]))
             except BaseException as exc:  # the caller's wait gets it
                 future.set_exception(exc)
         for index in turns.never_given():  # closed: those will never run

@@ -77,7 +77,7 @@ def test_every_item_runs_once_and_side_by_side_runs_a_mix():
         barrier.wait()
         return item
 
-    futures, threads = run_in_turns(items, lambda item: item[0], grade, workers=2)
+    futures, threads = run_in_turns(Turns(items, key=lambda item: item[0]), grade, workers=2)
     for thread in threads:
         thread.join(30)
     assert [f.result() for f in futures] == items
@@ -92,7 +92,7 @@ def test_an_exception_reaches_its_items_future_and_the_rest_still_run():
             raise OSError("disk full")
         return item
 
-    futures, threads = run_in_turns(items, lambda item: item[0], grade, workers=2)
+    futures, threads = run_in_turns(Turns(items, key=lambda item: item[0]), grade, workers=2)
     for thread in threads:
         thread.join(30)
     assert isinstance(futures[0].exception(), OSError)
@@ -109,7 +109,7 @@ def test_closed_turns_hand_out_nothing_more_and_cancel_the_rest():
         release.wait(10)
         return item
 
-    futures, threads = run_in_turns(items, None, grade, workers=1, turns=turns)
+    futures, threads = run_in_turns(turns, grade, workers=1)
     assert started.wait(10)
     turns.close()
     release.set()
