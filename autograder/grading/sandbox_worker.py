@@ -116,17 +116,23 @@ class _Watchdog(threading.Thread):
         return False
 
     def run(self) -> None:
+        """Every 0.1 s, read the pids cgroup's refused forks; without both cgroups (which cap the
+        tree's tasks and memory themselves), also walk the kernel's tree, a scan of all of /proc,
+        to count its processes and their memory."""
         import psutil
 
+        walk = self.pids_cgroup is None or self.memory_cgroup is None
         while not self.stopped.wait(0.1):
             pid = self.get_pid()
             if not pid:
                 continue
-            try:
-                kernel = psutil.Process(pid)
-                tree = [kernel] + kernel.children(recursive=True)
-            except psutil.Error:
-                continue
+            tree = []
+            if walk:
+                try:
+                    kernel = psutil.Process(pid)
+                    tree = [kernel] + kernel.children(recursive=True)
+                except psutil.Error:
+                    continue
             if self._fork_failures() > self.baseline_fork_failures or len(tree) > self.limits.max_processes:
                 self.reason = (f"the notebook started more than {self.limits.max_processes} processes "
                                "(a fork bomb?) and was stopped")
@@ -343,10 +349,11 @@ class _Worker:
         """SIGSTOP the kernel's process group and every process under this worker, or SIGCONT
         them all again.
 
-        Stopping lists the descendants (one scan of /proc) and stops each on its own, then lists
-        them again until a scan finds none new: a process forked between a scan and its parent's
-        stop is caught by the next, and once all are stopped none can fork. Each is signalled on
-        its own, so one that exits meanwhile cannot leave the others running. Continuing needs no
+        Stopping lists the descendants (one scan of /proc) and stops each on its own, then looks
+        again (in the pids cgroup's list when there is one, one file, else by another scan) until
+        it finds none new: a process forked between a scan and its parent's stop is caught by the
+        next, and once all are stopped none can fork. Each is signalled on its own, so one that
+        exits meanwhile cannot leave the others running. Continuing needs no
         scan: nothing under a stopped tree was born since, so it continues exactly those stopped
         (psutil refuses a PID that was reused)."""
         import psutil
@@ -366,11 +373,15 @@ class _Worker:
                     pass
             self.stopped = {}
             return
+        scanned = False
         while True:
+            if scanned and self._cgroup_holds_only(self.stopped):
+                return
             try:
                 new = [p for p in psutil.Process().children(recursive=True) if p.pid not in self.stopped]
             except psutil.Error:
                 new = []
+            scanned = True
             if not new:
                 return
             for proc in new:
@@ -379,6 +390,18 @@ class _Worker:
                 except psutil.Error:
                     pass
                 self.stopped[proc.pid] = proc
+
+    def _cgroup_holds_only(self, stopped: dict) -> bool:
+        """Whether this worker's pids cgroup holds no process but this worker and ``stopped``: one
+        file read, where a second scan of /proc costs as much as the first. False without the cgroup."""
+        path = self.job.get("pids_cgroup")
+        if not path:
+            return False
+        try:
+            procs = {int(p) for p in (Path(path) / "cgroup.procs").read_text().split()}
+        except (OSError, ValueError):
+            return False
+        return procs <= {os.getpid(), *stopped}
 
     def kernel_pid(self) -> int | None:
         km = getattr(self.client, "km", None)
