@@ -253,16 +253,16 @@ def assert_profiler_stopped() -> None:
 
     import tensorflow as tf
 
-    probe = tempfile.mkdtemp(prefix="profiler-probe-")
-    try:
-        tf.profiler.experimental.start(probe)
-    except Exception as error:
+    with tempfile.TemporaryDirectory(prefix="profiler-probe-") as probe:  # the probe's trace, removed after
         try:
-            tf.profiler.experimental.stop()
-        except Exception:
-            pass
-        raise AssertionError(
-            f"the profiler is still running after profile_steps returned ({type(error).__name__}); "
-            "call tf.profiler.experimental.stop() (a `with Profile(...)` block does it for you), "
-            "also when the step raises (try/finally)") from None
-    tf.profiler.experimental.stop()
+            tf.profiler.experimental.start(probe)
+        except Exception as error:
+            try:
+                tf.profiler.experimental.stop()
+            except Exception:
+                pass
+            raise AssertionError(
+                f"the profiler is still running after profile_steps returned ({type(error).__name__}); "
+                "call tf.profiler.experimental.stop() (a `with Profile(...)` block does it for you), "
+                "also when the step raises (try/finally)") from None
+        tf.profiler.experimental.stop()

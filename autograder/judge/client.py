@@ -146,6 +146,7 @@ class Judge:
         self.log.close()
         self.folder.with_name(self.folder.name + ".log").unlink(missing_ok=True)
         shutil.rmtree(self.folder, ignore_errors=True)
+        shutil.rmtree(p.temporary_folder(str(self.folder)), ignore_errors=True)
 
 
 def _start_process(folder: Path, log, *, with_tf: bool):

@@ -113,6 +113,15 @@ def _die_with_the_grader() -> None:
         pass  # elsewhere: the closed stdin ends it at its next read
 
 
+def _use_temporary_folder(folder: str) -> None:
+    """Make ``tempfile`` (and the processes this judge starts) use ``folder``: a locked cell's or a
+    hidden test's profiles, exports and copies, made for every submission, are removed with the
+    judge instead of collecting in the machine's temporary folder."""
+    os.makedirs(folder, exist_ok=True)
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = folder  # a forked judge may hold its zygote's answer
+
+
 def main() -> int:
     _die_with_the_grader()
     out = os.fdopen(os.dup(1), "w", buffering=1)
@@ -120,6 +129,7 @@ def main() -> int:
     inp = sys.stdin
     start = p.decode(inp.readline(), p.Start)
     os.chdir(start.cwd)
+    _use_temporary_folder(p.temporary_folder(start.cwd))
     probe.JUDGE_LEARNER = RemoteLearner(out, inp)
     fresh_python.install()
     started = time.perf_counter()
@@ -137,7 +147,7 @@ def main() -> int:
                 return 0
             out.write(p.encode(judge_part(message.source, base, message.grade_id)))
     finally:
-        fresh_python.close()  # its zygote's folder is in the temporary folder, not the judge's
+        fresh_python.close()  # its zygote, and the zygote's folder in the judge's temporary folder
 
 
 if __name__ == "__main__":

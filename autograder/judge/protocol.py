@@ -33,6 +33,13 @@ class Start:
     cwd: str
 
 
+def temporary_folder(cwd: str) -> str:
+    """The judge's temporary folder: ``<its working folder>-tmp``, made by the judge at start and
+    removed by the grader with the working folder (what ``tempfile`` makes in the judge then
+    ends with the judge, not in the machine's temporary folder)."""
+    return cwd.rstrip("/") + "-tmp"
+
+
 @dataclass(frozen=True)
 class Ready:
     """The judge ran the locked cells (``errors``: the ones that raised, by label and message)."""

@@ -169,10 +169,15 @@ def test_command_line_prints_the_table_and_refuses_bad_input(tmp_path, capsys):
 
 
 @pytest.mark.slow  # starts the TensorFlow profiler
-def test_assert_profiler_stopped_stops_a_running_profiler_and_says_so(tmp_path):
+def test_assert_profiler_stopped_stops_a_running_profiler_and_says_so(tmp_path, monkeypatch):
+    import tempfile
+
     tf = pytest.importorskip("tensorflow")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     pt.assert_profiler_stopped()                       # nothing running: passes
-    tf.profiler.experimental.start(str(tmp_path))
+    tf.profiler.experimental.start(str(tmp_path / "learner"))
     with pytest.raises(AssertionError, match="still running"):
         pt.assert_profiler_stopped()
     pt.assert_profiler_stopped()                       # it stopped the one left running
+    assert list((tmp_path / "tmp").iterdir()) == [], "the probe's own trace folders are removed"

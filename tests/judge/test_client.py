@@ -97,6 +97,42 @@ def test_parts_leave_no_files_for_the_next(tmp_path):
     assert process.judge_part("import os\nassert not os.path.exists('left.txt')", base, "b").status == "passed"
 
 
+TEMPORARY = '''
+### BEGIN HIDDEN TESTS
+def __ag_judge(learner):
+    import os, tempfile
+    made = tempfile.mkdtemp(prefix="judge-made-")
+    print(made, os.environ["TMPDIR"])
+__import__("autograder.checks.probe", fromlist=["judge_here"]).judge_here(__ag_judge, globals())
+### END HIDDEN TESTS
+'''
+
+
+@pytest.mark.untimed
+@pytest.mark.parametrize("kernels", ["warm", "cold"])
+def test_what_a_hidden_test_makes_in_tempfile_is_removed_with_its_judge(monkeypatch, kernels):
+    """A judge outlives a submission: a hidden test's temporary folders (exercise 9 copies every
+    trace it reads) go in the judge's own temporary folder, removed when the judge closes, forked
+    from the zygote or started fresh."""
+    from pathlib import Path
+
+    from autograder import forking
+
+    monkeypatch.setenv(forking.KERNELS_ENV, kernels)
+    judge = client.Judge([], [])
+    try:
+        deadline = time.monotonic() + 180
+        assert judge.wait_ready(deadline) == []
+        verdict = judge.judge("g", client.judge_source(TEMPORARY), _relay_to({}), deadline)
+        own = Path(str(judge.folder) + "-tmp")
+        assert verdict.status == "passed", verdict.message
+        made, tmpdir = (Path(w) for w in verdict.message.split())
+        assert made.parent == own and tmpdir == own and made.is_dir()
+    finally:
+        judge.close()
+    assert not made.exists() and not own.exists(), "the judge's temporary folder outlived it"
+
+
 FRESH = '''
 ### BEGIN HIDDEN TESTS
 def __ag_judge(learner):
