@@ -183,6 +183,14 @@ def prepare(submission: Path, source: Path, source_nb=None) -> Prepared:
     return prepared
 
 
+def cgroup_pids(path: Path | str) -> set[int] | None:
+    """The processes a cgroup holds (its ``cgroup.procs``), or None when it cannot be read."""
+    try:
+        return {int(p) for p in (Path(path) / "cgroup.procs").read_text().split()}
+    except (OSError, ValueError):
+        return None
+
+
 class _Cgroups:
     """Per-submission pids and memory cgroups (v1 or v2) when this process may create them."""
 
@@ -228,10 +236,7 @@ class _Cgroups:
     def procs(self) -> list[int]:
         pids: set[int] = set()
         for path in self.paths:
-            try:
-                pids.update(int(p) for p in (path / "cgroup.procs").read_text().split())
-            except (OSError, ValueError):
-                pass
+            pids |= cgroup_pids(path) or set()
         return sorted(pids)
 
     def kill_all(self) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from autograder.grading import integrity, runner
 from autograder.grading.results import TestResult
-from autograder.grading.sandbox import KERNEL_CONFIG_ENV, KERNEL_NAME, Limits, clean_env
+from autograder.grading.sandbox import KERNEL_CONFIG_ENV, KERNEL_NAME, Limits, cgroup_pids, clean_env
 # The isolation (namespaces, mounts) and the kernel launcher live in their own
 # modules; this file stays the entry point and every name stays importable here.
 from autograder.grading.sandbox_isolation import (  # noqa: F401
@@ -353,9 +353,9 @@ class _Worker:
         again (in the pids cgroup's list when there is one, one file, else by another scan) until
         it finds none new: a process forked between a scan and its parent's stop is caught by the
         next, and once all are stopped none can fork. Each is signalled on its own, so one that
-        exits meanwhile cannot leave the others running. Continuing needs no
-        scan: nothing under a stopped tree was born since, so it continues exactly those stopped
-        (psutil refuses a PID that was reused)."""
+        exits meanwhile cannot leave the others running. Continuing needs no scan: nothing under
+        a stopped tree was born since, so it continues exactly those stopped (psutil refuses a
+        PID that was reused)."""
         import psutil
 
         signum = signal.SIGSTOP if stop else signal.SIGCONT
@@ -395,13 +395,8 @@ class _Worker:
         """Whether this worker's pids cgroup holds no process but this worker and ``stopped``: one
         file read, where a second scan of /proc costs as much as the first. False without the cgroup."""
         path = self.job.get("pids_cgroup")
-        if not path:
-            return False
-        try:
-            procs = {int(p) for p in (Path(path) / "cgroup.procs").read_text().split()}
-        except (OSError, ValueError):
-            return False
-        return procs <= {os.getpid(), *stopped}
+        procs = cgroup_pids(path) if path else None
+        return procs is not None and procs <= {os.getpid(), *stopped}
 
     def kernel_pid(self) -> int | None:
         km = getattr(self.client, "km", None)
