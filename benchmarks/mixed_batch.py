@@ -13,7 +13,9 @@ times each, alternating, so load from elsewhere hits both):
   executed by nbclient, ``N`` at a time, nothing else.
 
 It prints and records notebooks a minute for each and their ratio (grade / nbclient), with
-the machine.  ``--tree`` grades with the ``autograder`` package and ``solutions/`` of another
+the machine, and the CPU time each way used (:class:`TreeCpu`: the grader's whole process tree,
+zygotes, workers, kernels and judges; nbclient's kernels and its own threads).  On a shared
+machine, CPU time moves less with other load than wall time does.  ``--tree`` grades with the ``autograder`` package and ``solutions/`` of another
 checkout (say, an older commit in a ``git worktree``); given twice, a before/after pair is
 measured in one run, every way taking every place in the order in turn.  ``--kernels`` (repeatable;
 default ``warm``) grades each tree with warm workers (forked by the zygote, the default) and/or
@@ -35,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -60,14 +63,75 @@ def make_batch(source_root: Path, copies: int, folder: Path) -> list[Path]:
     return notebooks
 
 
+class TreeCpu:
+    """CPU seconds (user and system) used by a process and everything under it, sampled every
+    ``interval`` seconds while it runs.  Sampled, not read from the waited-for children's total
+    (``RUSAGE_CHILDREN``): the grader's workers and kernels are forked by zygotes, and that total
+    saw 9.6 of the 55.9 CPU-seconds a ``grade`` of ten notebooks used here.  A process that lives
+    less than one interval is missed, and each loses at most its last interval."""
+
+    def __init__(self, pid: int, interval: float = 0.1):
+        import psutil
+
+        self.root, self.interval = psutil.Process(pid), interval
+        self.used: dict[tuple[int, float], float] = {}
+        self.own_start = self._cpu(self.root) if pid == os.getpid() else 0.0
+        self._sampler_cpu = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tree-cpu", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _cpu(proc) -> float:
+        times = proc.cpu_times()
+        return times.user + times.system
+
+    def _sample(self) -> None:
+        import psutil
+
+        try:
+            procs = self.root.children(recursive=True)
+        except psutil.Error:
+            procs = []
+        if self.root.pid != os.getpid():  # another process: its own time is sampled like its children's
+            procs.append(self.root)
+        for proc in procs:
+            try:
+                self.used[(proc.pid, proc.create_time())] = self._cpu(proc)
+            except psutil.Error:
+                pass
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+        self._sample()
+        self._sampler_cpu = time.thread_time()
+
+    def stop(self) -> float:
+        """The CPU seconds used since the start: every process sampled under the root, and the
+        root's own (sampled too, unless the root is this process: then its time since the start,
+        less this sampler's)."""
+        self._stop.set()
+        self._thread.join()
+        own = self._cpu(self.root) - self.own_start - self._sampler_cpu if self.root.pid == os.getpid() else 0.0
+        return own + sum(self.used.values())
+
+
 def time_grade(submissions: Path, source_root: Path, workers: int, tree: Path, out: Path,
-               kernels: str = "warm") -> float:
+               kernels: str = "warm") -> tuple[float, float]:
+    """Wall seconds and CPU seconds of one ``grade`` of ``submissions``."""
     env = {**os.environ, "PYTHONPATH": str(tree), "AUTOGRADER_KERNELS": kernels}
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
-                    "--source", str(source_root), "--workers", str(workers), "--force"],
-                   check=True, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+                             "--source", str(source_root), "--workers", str(workers), "--force"],
+                            env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cpu = TreeCpu(proc.pid)
+    code = proc.wait()
+    seconds = time.perf_counter() - start
+    used = cpu.stop()
+    if code:
+        raise subprocess.CalledProcessError(code, proc.args)
+    return seconds, used
 
 
 def _execute(notebook: Path) -> None:
@@ -76,11 +140,12 @@ def _execute(notebook: Path) -> None:
                    resources={"metadata": {"path": str(notebook.parent)}}).execute()
 
 
-def time_nbclient(notebooks: list[Path], workers: int) -> float:
-    start = time.perf_counter()
+def time_nbclient(notebooks: list[Path], workers: int) -> tuple[float, float]:
+    """Wall seconds and CPU seconds of executing ``notebooks``, ``workers`` at a time."""
+    start, cpu = time.perf_counter(), TreeCpu(os.getpid())
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(_execute, notebooks))
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,19 +176,22 @@ def main(argv: list[str] | None = None) -> int:
             make_batch(tree / "solutions", args.copies, folder)
         ways = ["nbclient"] + [f"grade {i} {k}" for i, k in graders]
         times: dict[str, list[float]] = {way: [] for way in ways}
+        cpu_times: dict[str, list[float]] = {way: [] for way in ways}
         for round_ in range(args.rounds):
             shift = round_ % len(ways)  # each way takes each place in turn, so load from elsewhere hits all
             for way in ways[shift:] + ways[:shift]:
                 if way == "nbclient":
-                    seconds = time_nbclient(plain, args.workers)
+                    seconds, cpu_used = time_nbclient(plain, args.workers)
                 else:
                     i, kind = int(way.split()[1]), way.split()[2]
-                    seconds = time_grade(batches[i], trees[i] / "solutions", args.workers, trees[i],
-                                         Path(tmp) / f"out{i}-{kind}-{round_}", kind)
+                    seconds, cpu_used = time_grade(batches[i], trees[i] / "solutions", args.workers, trees[i],
+                                                   Path(tmp) / f"out{i}-{kind}-{round_}", kind)
                 times[way].append(seconds)
+                cpu_times[way].append(round(cpu_used, 1))
                 print(f"round {round_ + 1}: {way:13s} {len(plain)} notebooks in {seconds:6.1f} s "
-                      f"({60 * len(plain) / seconds:.1f} a minute)", flush=True)
+                      f"({60 * len(plain) / seconds:.1f} a minute), {cpu_used:6.1f} CPU-s", flush=True)
     best = {way: min(values) for way, values in times.items()}
+    least_cpu = {way: min(values) for way, values in cpu_times.items()}
     per_minute = {way: round(60 * len(plain) / s, 2) for way, s in best.items()}
     cpu = hardware.cpu_info()
     figures = {
@@ -132,14 +200,18 @@ def main(argv: list[str] | None = None) -> int:
                     "python": platform.python_version(), "onednn": hardware.onednn_status().enabled},
         "load_average_before": load_before, "load_average_after": _load_average(),
         "notebooks": len(plain), "workers": args.workers, "rounds": args.rounds,
-        "nbclient": {"seconds": times["nbclient"], "per_minute": per_minute["nbclient"]},
+        "nbclient": {"seconds": times["nbclient"], "per_minute": per_minute["nbclient"],
+                     "cpu_seconds": cpu_times["nbclient"]},
         "graders": [{"commit": _commit(trees[i]), "tree": str(trees[i]), "kernels": k,
                      "seconds": times[f"grade {i} {k}"], "per_minute": per_minute[f"grade {i} {k}"],
-                     "over_nbclient": round(best[f"grade {i} {k}"] / best["nbclient"], 3)}
+                     "over_nbclient": round(best[f"grade {i} {k}"] / best["nbclient"], 3),
+                     "cpu_seconds": cpu_times[f"grade {i} {k}"],
+                     "cpu_over_nbclient": round(least_cpu[f"grade {i} {k}"] / least_cpu["nbclient"], 3)}
                     for i, k in graders],
     }
     print(json.dumps({"notebooks": len(plain), "nbclient_per_minute": per_minute["nbclient"],
-                      "graders": [{k: g[k] for k in ("commit", "kernels", "per_minute", "over_nbclient")}
+                      "graders": [{k: g[k] for k in ("commit", "kernels", "per_minute", "over_nbclient",
+                                                     "cpu_over_nbclient")}
                                   for g in figures["graders"]]}))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n")
