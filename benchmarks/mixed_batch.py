@@ -14,8 +14,9 @@ times each, alternating, so load from elsewhere hits both):
 
 It prints and records notebooks a minute for each and their ratio (grade / nbclient), with
 the machine, and the CPU time each way used (:class:`TreeCpu`: the grader's whole process tree,
-zygotes, workers, kernels and judges; nbclient's kernels and its own threads).  On a shared
-machine, CPU time moves less with other load than wall time does.  ``--tree`` grades with the ``autograder`` package and ``solutions/`` of another
+zygotes, workers, kernels and judges; nbclient's kernels and its own threads), with its ratio
+in the rounds that used least.  On a shared machine, CPU time moves less with other load than
+wall time does.  ``--tree`` grades with the ``autograder`` package and ``solutions/`` of another
 checkout (say, an older commit in a ``git worktree``); given twice, a before/after pair is
 measured in one run, every way taking every place in the order in turn.  ``--kernels`` (repeatable;
 default ``warm``) grades each tree with warm workers (forked by the zygote, the default) and/or
