@@ -17,6 +17,7 @@ submission of the same assignment skips TensorFlow's import and the locked cells
 from __future__ import annotations
 
 import atexit
+import fcntl
 import os
 import queue
 import re
@@ -74,7 +75,8 @@ class Judge:
     """One judge process for one submission's parts (see the module docstring)."""
 
     def __init__(self, cells: list[str], data_files: list[Path]) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="autograder-judge-"))
+        _sweep_once()
+        self.folder = Path(tempfile.mkdtemp(prefix=JUDGE_PREFIX))
         for path in data_files:
             target = self.folder / Path(path).name
             if Path(path).is_dir():
@@ -82,6 +84,8 @@ class Judge:
             elif Path(path).is_file():
                 shutil.copy2(path, target)
         self.log = open(self.folder.with_name(self.folder.name + ".log"), "wb")
+        # Held while this grader or its judge (which writes to the same open log) lives: see sweep_abandoned.
+        fcntl.flock(self.log.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         self.proc = _start_process(self.folder, self.log, with_tf=any("tensorflow" in cell for cell in cells))
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=_reader, args=(self.proc.stdout, self.lines), daemon=True).start()
@@ -147,6 +151,52 @@ class Judge:
         self.folder.with_name(self.folder.name + ".log").unlink(missing_ok=True)
         shutil.rmtree(self.folder, ignore_errors=True)
         shutil.rmtree(p.temporary_folder(str(self.folder)), ignore_errors=True)
+
+
+JUDGE_PREFIX = "autograder-judge-"
+ABANDONED_AFTER_S = 600.0  # a log younger than this is left alone (its judge may be taking its lock)
+
+
+def sweep_abandoned(where: Path | str | None = None, min_age_s: float = ABANDONED_AFTER_S) -> list[Path]:
+    """Remove the folders of judges whose grader was killed outright (no ``close``): each judge's
+    folder, its temporary folder (a batch's traces and exports) and its log.  A judge's log is
+    locked while its grader or the judge itself lives, so an unlocked log older than
+    ``min_age_s`` marks an abandoned judge; a live one, of this grader or another, is never
+    touched, nor another user's.  Returns the folders removed."""
+    removed = []
+    for log in Path(where or tempfile.gettempdir()).glob(f"{JUDGE_PREFIX}*.log"):
+        folder = log.with_suffix("")
+        try:
+            made = log.stat()
+            if made.st_uid != os.geteuid() or made.st_mtime > time.time() - min_age_s or not folder.is_dir():
+                continue  # another user's, or young enough that its judge may be taking the lock
+            fd = os.open(log, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its grader or judge is alive
+            continue
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(p.temporary_folder(str(folder)), ignore_errors=True)
+        try:
+            log.unlink(missing_ok=True)
+        except OSError:
+            pass
+        removed.append(folder)
+    return removed
+
+
+_SWEPT = threading.Event()
+
+
+def _sweep_once() -> None:
+    """:func:`sweep_abandoned`, at this grader's first judge."""
+    if not _SWEPT.is_set():
+        _SWEPT.set()
+        sweep_abandoned()
 
 
 def _start_process(folder: Path, log, *, with_tf: bool):

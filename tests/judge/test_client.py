@@ -165,3 +165,57 @@ def test_a_judge_that_stops_removes_its_fresh_process_zygotes_folder(monkeypatch
     folders = [Path(f) for f in verdict.message.split()]
     assert len(folders) == 1 and folders[0].name.startswith("ag-fresh-python-")
     assert not folders[0].exists(), "the fresh-process zygote's folder outlived its judge"
+
+
+def _judge_leftovers(where, name: str, age_s: float):
+    """What a judge leaves: its folder, its temporary folder and its log, the log ``age_s`` old."""
+    import os
+
+    folder = where / f"{client.JUDGE_PREFIX}{name}"
+    (folder / "data").mkdir(parents=True)
+    (where / f"{folder.name}-tmp" / "trace").mkdir(parents=True)
+    log = where / f"{folder.name}.log"
+    log.write_text("judge: locked cells in 1.0 s\n")
+    os.utime(log, (time.time() - age_s, time.time() - age_s))
+    return folder
+
+
+def test_the_sweep_removes_abandoned_judges_only(tmp_path):
+    """An old, unlocked log marks a judge whose grader was killed: its three leftovers go. A
+    locked log (a live grader or judge holds it), a young one (its judge may be taking the lock)
+    or another user's keeps everything."""
+    import fcntl
+
+    import os
+
+    abandoned = _judge_leftovers(tmp_path, "abandoned", age_s=3600)
+    held = _judge_leftovers(tmp_path, "held", age_s=3600)
+    young = _judge_leftovers(tmp_path, "young", age_s=5)
+    kept = [held, young]
+    if os.geteuid() == 0:  # root can make one another user's: never swept, abandoned or not
+        others = _judge_leftovers(tmp_path, "another-users", age_s=3600)
+        os.chown(f"{others}.log", 54321, -1)
+        kept.append(others)
+    with open(f"{held}.log", "ab") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        removed = client.sweep_abandoned(tmp_path, min_age_s=600)
+    assert removed == [abandoned]
+    assert not abandoned.exists() and not (tmp_path / f"{abandoned.name}-tmp").exists()
+    assert not (tmp_path / f"{abandoned.name}.log").exists()
+    for folder in kept:
+        assert (folder / "data").is_dir() and (tmp_path / f"{folder.name}-tmp").is_dir()
+        assert (tmp_path / f"{folder.name}.log").is_file()
+
+
+@pytest.mark.untimed
+def test_a_live_judges_folder_is_never_swept(monkeypatch, tmp_path):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    judge = client.Judge([], [])
+    try:
+        assert judge.folder.parent == tmp_path
+        assert client.sweep_abandoned(tmp_path, min_age_s=0) == []
+        assert judge.folder.is_dir() and judge.wait_ready(time.monotonic() + 180) == []
+    finally:
+        judge.close()

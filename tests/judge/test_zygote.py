@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -73,7 +74,8 @@ def test_a_judge_zygote_that_cannot_start_leaves_a_fresh_judge(monkeypatch):
 
 
 def test_a_judge_zygote_and_its_judges_end_with_the_grader(tmp_path):
-    """A grader killed outright (no atexit) leaves no judge zygote or judge running."""
+    """A grader killed outright (no atexit) leaves no judge zygote or judge running, and the
+    judge's folders it leaves are swept as abandoned once both have ended."""
     script = textwrap.dedent(f'''
         import os, sys, time
         sys.path.insert(0, {str(ROOT)!r})
@@ -81,12 +83,18 @@ def test_a_judge_zygote_and_its_judges_end_with_the_grader(tmp_path):
         judge = client.Judge(["SCALE = 2.0"], [])
         judge.wait_ready(time.monotonic() + 120)
         zygote = next(iter(client._ZYGOTES.zygotes.values()))
-        print(zygote.proc.pid, judge.proc.pid, flush=True)
+        print(zygote.proc.pid, judge.proc.pid, judge.folder, flush=True)
         os._exit(0)
     ''')
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                         env={**os.environ, forking.KERNELS_ENV: "warm"})
-    pids = [int(p) for p in out.stdout.split()]
-    assert len(pids) == 2, out.stderr[-2000:]
+                         env={**os.environ, forking.KERNELS_ENV: "warm", "TMPDIR": str(temporary)})
+    *pids, folder = out.stdout.split()
+    pids, folder = [int(p) for p in pids], Path(folder)
+    assert len(pids) == 2 and folder.parent == temporary, out.stderr[-2000:]
     alive = still_running(pids, after_s=20)
     assert not alive, f"still running after their grader died: {alive}"
+    assert folder.is_dir(), "nothing could close the judge: its folder is still there to sweep"
+    assert client.sweep_abandoned(temporary, min_age_s=0) == [folder]
+    assert not folder.exists() and not Path(f"{folder}-tmp").exists() and not Path(f"{folder}.log").exists()
