@@ -84,8 +84,10 @@ class Judge:
             elif Path(path).is_file():
                 shutil.copy2(path, target)
         self.log = open(self.folder.with_name(self.folder.name + ".log"), "wb")
-        # Held while this grader or its judge (which writes to the same open log) lives: see sweep_abandoned.
-        fcntl.flock(self.log.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:  # held while this grader or its judge (which writes to the same open log) lives: see sweep_abandoned
+            fcntl.flock(self.log.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a file system without locks: the sweep cannot lock it either, and leaves it
+            pass
         self.proc = _start_process(self.folder, self.log, with_tf=any("tensorflow" in cell for cell in cells))
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=_reader, args=(self.proc.stdout, self.lines), daemon=True).start()
