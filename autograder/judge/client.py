@@ -83,7 +83,7 @@ class Judge:
                 shutil.copytree(path, target, dirs_exist_ok=True)
             elif Path(path).is_file():
                 shutil.copy2(path, target)
-        self.log = open(self.folder.with_name(self.folder.name + ".log"), "wb")
+        self.log = open(_log_of(self.folder), "wb")
         try:  # held while this grader or its judge (which writes to the same open log) lives: see sweep_abandoned
             fcntl.flock(self.log.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:  # a file system without locks: the sweep cannot lock it either, and leaves it
@@ -135,7 +135,7 @@ class Judge:
     def log_tail(self) -> str:
         self.log.flush()
         try:
-            return self.folder.with_name(self.folder.name + ".log").read_bytes()[-1500:].decode("utf-8", "replace")
+            return _log_of(self.folder).read_bytes()[-1500:].decode("utf-8", "replace")
         except OSError:
             return ""
 
@@ -150,9 +150,22 @@ class Judge:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
-        self.folder.with_name(self.folder.name + ".log").unlink(missing_ok=True)
-        shutil.rmtree(self.folder, ignore_errors=True)
-        shutil.rmtree(p.temporary_folder(str(self.folder)), ignore_errors=True)
+        _remove(self.folder)
+
+
+def _log_of(folder: Path) -> Path:
+    """A judge's log: ``<its folder>.log``, beside the folder."""
+    return folder.with_name(folder.name + ".log")
+
+
+def _remove(folder: Path) -> None:
+    """Everything a judge leaves: its folder, its temporary folder and its log."""
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(p.temporary_folder(str(folder)), ignore_errors=True)
+    try:
+        _log_of(folder).unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 JUDGE_PREFIX = "autograder-judge-"
@@ -181,12 +194,7 @@ def sweep_abandoned(where: Path | str | None = None, min_age_s: float = ABANDONE
             continue
         finally:
             os.close(fd)
-        shutil.rmtree(folder, ignore_errors=True)
-        shutil.rmtree(p.temporary_folder(str(folder)), ignore_errors=True)
-        try:
-            log.unlink(missing_ok=True)
-        except OSError:
-            pass
+        _remove(folder)
         removed.append(folder)
     return removed
 

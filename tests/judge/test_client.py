@@ -185,7 +185,6 @@ def test_the_sweep_removes_abandoned_judges_only(tmp_path):
     locked log (a live grader or judge holds it), a young one (its judge may be taking the lock)
     or another user's keeps everything."""
     import fcntl
-
     import os
 
     abandoned = _judge_leftovers(tmp_path, "abandoned", age_s=3600)
