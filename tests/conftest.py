@@ -110,6 +110,7 @@ def _has_gpu() -> bool:
 
 BOOK_BUILD = pytest.StashKey()
 LANE = pytest.StashKey()  # tests/lanes.py: the Helper (in the session) or InHelper (in the helper)
+TIMED = pytest.StashKey()  # the TimedPhase of the session's tests that are not marked untimed
 READS_THE_BOOK = ("built_book", "book_build_done")  # fixtures of tests/book/conftest.py
 
 
@@ -184,6 +185,34 @@ def pytest_runtest_protocol(item, nextitem):
     return None
 
 
+class TimedPhase:
+    """When the tests that may time something ran: the first one's start (once the book build and
+    the helper lane had ended) and the last one's end, from the session's start."""
+
+    def __init__(self) -> None:
+        self.session_start = time.monotonic()
+        self.count, self.first, self.last = 0, None, None
+
+    def began(self) -> None:
+        self.count += 1
+        if self.first is None:
+            self.first = time.monotonic()
+
+    def ended(self) -> None:
+        self.last = time.monotonic()
+
+    def summary(self) -> str:
+        if self.first is None or self.last is None:
+            return "timed tests: none ran"
+        return (f"timed tests: {self.count}, from {self.first - self.session_start:.0f} s after the session "
+                f"began, for {self.last - self.first:.0f} s")
+
+
+def pytest_sessionstart(session):
+    if not lanes.in_helper():  # the helper runs no timed test
+        session.config.stash[TIMED] = TimedPhase()
+
+
 def pytest_runtest_setup(item):
     """A test that may time something does not share the CPU with the book build or the helper
     lane: it waits for both to end."""
@@ -193,6 +222,17 @@ def pytest_runtest_setup(item):
     lane = item.config.stash.get(LANE, None)
     if isinstance(lane, lanes.Helper) and not untimed(item):
         lane.wait()
+    timed = item.config.stash.get(TIMED, None)
+    if timed is not None and not untimed(item):
+        timed.began()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    yield  # the test's fixtures that end with it have ended
+    timed = item.config.stash.get(TIMED, None)
+    if timed is not None and not untimed(item):
+        timed.ended()
 
 
 def pytest_sessionfinish(session):
@@ -216,6 +256,9 @@ def pytest_terminal_summary(terminalreporter, config):
         where = "beside the untimed tests" if build.in_background else "in the foreground"
         terminalreporter.write_line(f"book build: {where}, {build.finished - build.started:.0f} s; the first test "
                                     f"that needed it to end waited {build.waited:.0f} s for it")
+    timed = config.stash.get(TIMED, None)
+    if timed is not None:
+        terminalreporter.write_line(timed.summary())
 
 
 def pytest_collection_modifyitems(config, items):

@@ -3,6 +3,8 @@ the lane that ran it, failures included; a helper that dies fails its tests inst
 them; a timed test starts only once the helper has ended."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.conftest import ROOT
@@ -95,6 +97,9 @@ def test_two_lanes_share_the_untimed_modules_and_report_each_test_once(session, 
     assert all(ran_by[f"m{i}_a"] == ran_by[f"m{i}_b"] for i in range(1, 5)), "a module runs in one lane"
     assert result.stdout.str().count("PASSED test_m4.py::test_m4_b") == 1
     assert "helper lane: ran" in result.stdout.str()
+    # the two timed tests (m5_timed and the timed module), counted by the session: the helper runs none
+    assert re.search(r"^timed tests: 2, from \d+ s after the session began, for \d+ s$", result.stdout.str(),
+                     re.MULTILINE), result.stdout.str()
 
 
 def test_a_failure_in_the_helper_fails_the_session(session):
@@ -116,3 +121,4 @@ def test_with_lanes_off_one_process_runs_everything(session, monkeypatch):
     result, ran_by = session({})
     result.assert_outcomes(passed=11)
     assert len(set(ran_by.values())) == 1
+    assert "timed tests: 2, from " in result.stdout.str()
