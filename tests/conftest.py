@@ -227,12 +227,14 @@ def pytest_runtest_setup(item):
         timed.began()
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item):
-    yield  # the test's fixtures that end with it have ended
-    timed = item.config.stash.get(TIMED, None)
-    if timed is not None and not untimed(item):
-        timed.ended()
+    try:
+        return (yield)  # the test's fixtures that end with it end here
+    finally:
+        timed = item.config.stash.get(TIMED, None)
+        if timed is not None and not untimed(item):
+            timed.ended()
 
 
 def pytest_sessionfinish(session):
