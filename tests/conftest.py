@@ -111,6 +111,7 @@ def _has_gpu() -> bool:
 BOOK_BUILD = pytest.StashKey()
 LANE = pytest.StashKey()  # tests/lanes.py: the Helper (in the session) or InHelper (in the helper)
 TIMED = pytest.StashKey()  # the TimedPhase of the session's tests that are not marked untimed
+MACHINE = pytest.StashKey()  # the MachineCPU of the session: what the whole machine did meanwhile
 READS_THE_BOOK = ("built_book", "book_build_done")  # fixtures of tests/book/conftest.py
 
 
@@ -208,9 +209,38 @@ class TimedPhase:
                 f"began, for {self.last - self.first:.0f} s")
 
 
+class MachineCPU:
+    """What the whole machine's CPUs did over the session (``/proc/stat``, through psutil), in
+    core-seconds: busy (every process on it, the kernel's threads too), idle (waiting on disk
+    counted as idle) and taken by the hypervisor (steal), beside the wall time and the cores."""
+
+    BUSY = ("user", "nice", "system", "irq", "softirq")  # Linux counts guest time inside user and nice
+
+    def __init__(self, read=None, clock=time.monotonic) -> None:
+        import psutil
+
+        self.read, self.clock = read or psutil.cpu_times, clock
+        self.cores = psutil.cpu_count() or 1
+        self.start, self.started = self.read(), self.clock()
+
+    def spent(self) -> dict[str, float]:
+        """Core-seconds busy, idle and stolen since the session began, and the wall seconds."""
+        now, wall = self.read(), self.clock() - self.started
+        delta = {name: getattr(now, name, 0.0) - getattr(self.start, name, 0.0)
+                 for name in (*self.BUSY, "idle", "iowait", "steal")}
+        return {"busy": sum(delta[name] for name in self.BUSY), "idle": delta["idle"] + delta["iowait"],
+                "steal": delta["steal"], "wall": wall}
+
+    def summary(self) -> str:
+        spent = self.spent()
+        return (f"machine CPU: {spent['busy']:.0f} core-s busy, {spent['idle']:.0f} idle, {spent['steal']:.0f} "
+                f"taken by the hypervisor, in {spent['wall']:.0f} s on {self.cores} cores")
+
+
 def pytest_sessionstart(session):
-    if not lanes.in_helper():  # the helper runs no timed test
+    if not lanes.in_helper():  # the helper runs no timed test, and the session counts the whole machine
         session.config.stash[TIMED] = TimedPhase()
+        session.config.stash[MACHINE] = MachineCPU()
 
 
 def pytest_runtest_setup(item):
@@ -261,6 +291,9 @@ def pytest_terminal_summary(terminalreporter, config):
     timed = config.stash.get(TIMED, None)
     if timed is not None:
         terminalreporter.write_line(timed.summary())
+    machine = config.stash.get(MACHINE, None)
+    if machine is not None:
+        terminalreporter.write_line(machine.summary())
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,9 +1,10 @@
 """The helper lane (tests/lanes.py), in sessions of their own: every test is reported once, by
 the lane that ran it, failures included; a helper that dies fails its tests instead of losing
-them; a timed test starts only once the helper has ended."""
+them; a timed test starts only once the helper has ended; the summary says what the whole machine did."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -122,3 +123,39 @@ def test_with_lanes_off_one_process_runs_everything(session, monkeypatch):
     result.assert_outcomes(passed=11)
     assert len(set(ran_by.values())) == 1
     assert "timed tests: 2, from " in result.stdout.str()
+
+
+def test_the_session_says_what_the_whole_machine_did(session, monkeypatch):
+    monkeypatch.setenv("COURSE_TEST_LANES", "1")
+    result, _ = session({})
+    assert re.search(r"^machine CPU: \d+ core-s busy, \d+ idle, \d+ taken by the hypervisor, in \d+ s on \d+ cores$",
+                     result.stdout.str(), re.MULTILINE), result.stdout.str()
+
+
+def test_machine_cpu_counts_every_state_of_the_snapshots():
+    """Busy is user, nice, system and the interrupts (guest time is inside user already); waiting
+    on disk is idle; steal is the hypervisor's."""
+    from collections import namedtuple
+
+    from tests.conftest import MachineCPU
+
+    Times = namedtuple("Times", "user nice system idle iowait irq softirq steal guest guest_nice")
+    snapshots = iter([Times(10, 1, 5, 100, 2, 0, 1, 3, 4, 0), Times(110, 3, 25, 160, 6, 1, 2, 10, 50, 0)])
+    clock = iter([1000.0, 1090.0])
+    machine = MachineCPU(read=lambda: next(snapshots), clock=lambda: next(clock))
+    assert machine.spent() == {"busy": 100 + 2 + 20 + 1 + 1, "idle": 60 + 4, "steal": 7, "wall": 90.0}
+
+
+def test_machine_cpu_reads_the_whole_machine_not_this_process():
+    """Over a second of this process spinning, the machine's busy, idle and stolen core-seconds add
+    up to its cores times the wall time (one process's CPU times would hold no idle)."""
+    from tests.conftest import MachineCPU
+
+    machine = MachineCPU()
+    spin_until = time.process_time() + 1.5
+    while time.process_time() < spin_until:
+        pass
+    spent = machine.spent()
+    assert spent["busy"] >= 1.2, spent
+    total = spent["busy"] + spent["idle"] + spent["steal"]
+    assert 0.8 * machine.cores * spent["wall"] <= total <= 1.2 * machine.cores * spent["wall"], (machine.cores, spent)
