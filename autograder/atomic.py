@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 
@@ -11,11 +11,13 @@ def write_atomic(path: Path | str, data: str | bytes, *, mode: int | None = None
 
     A temporary file in the same folder is written, flushed to disk and renamed
     over ``path``; an interrupted write leaves no half file and no temporary.
-    The file is private to its owner (0600) unless ``mode`` says otherwise; the
-    mode is set before the rename, so ``path`` never has any other."""
+    The file gets the mode any new file of this process gets (``0o666`` less the
+    umask: 0644 under the usual 022, 0640 under a course group's 027), unless
+    ``mode`` says otherwise; the mode is set before the rename, so ``path`` never
+    has any other."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _create_temporary(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -29,3 +31,14 @@ def write_atomic(path: Path | str, data: str | bytes, *, mode: int | None = None
             os.unlink(tmp)
         raise
     return path
+
+
+def _create_temporary(path: Path) -> tuple[int, str]:
+    """A new, empty ``.<name>.<random>.tmp`` beside ``path``, created with ``0o666`` so the
+    kernel applies the umask (``tempfile.mkstemp`` would make it 0600 whatever the umask)."""
+    while True:
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
+        except FileExistsError:
+            continue
