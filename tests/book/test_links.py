@@ -28,7 +28,7 @@ DOC_HOSTS = (
     "openxla.org", "docs.nvidia.com", "developer.nvidia.com", "docs.python.org", "numpy.org",
     "jupyterbook.org", "nbgrader.readthedocs.io", "jupyter.org", "docs.jupyter.org", "sphinx-doc.org",
     "pydata-sphinx-theme.readthedocs.io", "sphinx-book-theme.readthedocs.io", "gradescope.com",
-    "help.gradescope.com", "research.google.com",
+    "help.gradescope.com", "research.google.com", "dask.org", "github.com/blingenf/copydetect",
 )
 LAUNCH_HOSTS = ("colab.research.google.com", "mybinder.org")
 URL_ATTR = re.compile(r"""\b(?:href|src|action)\s*=\s*["']((?:https?:)?//[^"']+)["']""", re.I)
