@@ -123,8 +123,9 @@ def _answers_of_parts(nb) -> dict[str, list[str]]:
     return result
 
 
-def test_readme_states_the_catalogue_as_it_is():
-    """The counts README.md gives under "What a grade means" are the catalogue's own."""
+def test_the_guarantees_page_states_the_catalogue_as_it_is():
+    """The counts the book's "What a grade means" page (book/instructors/grade_guarantees.md)
+    gives are the catalogue's own."""
     from tests.conftest import ROOT
 
     parts = clauses = wrong = breaks = right = hostile = 0
@@ -140,10 +141,11 @@ def test_readme_states_the_catalogue_as_it_is():
                 breaks += len(case.breaks)
                 hostile += bool(case.hostile)
                 wrong += not case.hostile
-    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    page = ROOT / "book" / "instructors" / "grade_guarantees.md"
+    text = " ".join(page.read_text(encoding="utf-8").split())
     stated = (f"{parts} parts with {clauses} clauses; {wrong} wrong-answer cases ({breaks} clause breaks, "
               f"counting the hostile cases'), {right} right-answer cases and {hostile} hostile cases")
-    assert stated in text, f"README.md should say: {stated}"
+    assert stated in text, f"{page.relative_to(ROOT)} should say: {stated}"
 
 
 @pytest.mark.parametrize("name", assignments())

@@ -2,7 +2,7 @@
 (``python -m distributed.cli.dask_scheduler`` / ``dask_worker``, bound to 127.0.0.1),
 results identical to a local ``grade`` of the same batch, a worker killed mid-task,
 a task that fails (nothing written, named, graded on the next run), an unreachable
-scheduler, and the README's cluster recipes.
+scheduler, and the cluster recipes of book/instructors/cluster.md.
 
 Compared field by field: every results.json, except ``execution_time`` (seconds
 measured in the run), and every feedback page and grades.csv byte for byte."""
@@ -275,7 +275,7 @@ def test_a_task_that_fails_writes_nothing_is_named_and_is_graded_on_the_next_run
     assert bob.score == 0 and "not a Jupyter notebook" in bob.output, bob.output
 
 
-# --- the README's recipes -------------------------------------------------------------------
+# --- the book's cluster recipes -------------------------------------------------------------
 
 # The constructor arguments each recipe may use, as documented by dask-jobqueue
 # (dask_jobqueue/core.py job_parameters and cluster_parameters, slurm.py SLURMJob)
@@ -294,20 +294,21 @@ KNOWN = {
 }
 
 
+CLUSTER_PAGE = ROOT / "book" / "instructors" / "cluster.md"
+
+
 def _recipes() -> dict[str, str]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Grading on a cluster", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    blocks = re.findall(r"```python\n(.*?)```", CLUSTER_PAGE.read_text(encoding="utf-8"), re.DOTALL)
     return {("slurm" if "SLURMCluster" in b else "kubernetes"): b for b in blocks}
 
 
-def test_the_readme_recipes_parse_and_use_only_documented_arguments():
+def test_the_cluster_recipes_parse_and_use_only_documented_arguments():
     recipes = _recipes()
     assert set(recipes) == {"slurm", "kubernetes"}
-    section = (ROOT / "README.md").read_text().split("## Grading on a cluster", 1)[1].split("\n## ", 1)[0]
-    assert "were not run here" in section  # on paper until someone runs them on a cluster
+    page = " ".join(CLUSTER_PAGE.read_text(encoding="utf-8").split())
+    assert "were not run here" in page  # on paper until someone runs them on a cluster
     for name, code in recipes.items():
-        tree = ast.parse(code, filename=f"README {name} recipe")
+        tree = ast.parse(code, filename=f"{CLUSTER_PAGE.name} {name} recipe")
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
         named = {}
         for call in calls:
