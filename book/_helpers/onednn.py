@@ -1,8 +1,9 @@
 """Which oneDNN path this TensorFlow process took, and a program run on each path.
 
-TensorFlow 2.21 turns its oneDNN CPU kernels on by default only on CPUs with
-AVX512_VNNI, AVX512_BF16, AVX_VNNI or AMX (``IsMklEnabled`` in
-``tensorflow/core/util/port.cc``); ``TF_ENABLE_ONEDNN_OPTS=0`` or ``=1``, set
+On Linux x86, TensorFlow 2.21 turns its oneDNN CPU kernels on by default only
+on CPUs with AVX512_VNNI, AVX512_BF16, AVX_VNNI or AMX (``DefaultOneDnnPolicy``
+and ``IsMklEnabled`` in ``tensorflow/core/util/port.cc``; Windows and Arm builds
+follow other policies); ``TF_ENABLE_ONEDNN_OPTS=0`` or ``=1``, set
 before ``import tensorflow``, overrides that.  The chapters print which path
 their build took and run what differs in fresh processes on both, so every
 page is true on either kind of CPU.
