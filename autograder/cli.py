@@ -4,7 +4,8 @@ The one command-line module: every command's arguments and its few lines of
 glue live here; the work is done by library functions in ``checks/``,
 ``grading/`` and ``course/``, which never import this module.  Exit codes:
 0 success (for ``check``: every test that ran passed), 1 a check or part fell short, 2 a usage
-error (one line on stderr, never a traceback), 130 interrupted.
+error (one line on stderr, never a traceback), 3 (``grade``) graded, but some submissions were
+skipped, 130 interrupted.
 """
 from __future__ import annotations
 
@@ -291,10 +292,27 @@ def _roofline(args: argparse.Namespace) -> int:
 
 # --- grade ----------------------------------------------------------------------------
 
+GRADE_EPILOG = """examples:
+  python -m autograder grade submitted/ --out graded/
+  python -m autograder grade submitted/ --out graded/ --assignment 03_mixed_precision
+  python -m autograder grade submitted/ --out graded/ --student bob --student carol --force
+
+grades.csv (and each --export) always covers every results.json under --out, whatever was graded
+this time; its status column is one keyword (graded, pending, error, missing, skipped) and its
+message column says why. A folder that names no assignment of the source folder, or a notebook
+that is another exercise's, is named on stderr, skipped (a `skipped` row) and the rest graded.
+
+exit status: 0 every submission found was graded; 2 usage error (nothing graded); 3 graded,
+but grades.csv holds skipped submissions (named on stderr); 130 interrupted
+"""
+EXIT_SKIPPED = 3
+
+
 def _add_grade(sub) -> None:
     from autograder.grading.sandbox import Limits
 
-    parser = sub.add_parser("grade", help="grade a class's submissions, each in its own sandbox")
+    parser = sub.add_parser("grade", help="grade a class's submissions, each in its own sandbox",
+                            epilog=GRADE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", help="nbgrader's submitted/ folder: <student>/<assignment>/<notebook>.ipynb")
     parser.add_argument("--out", required=True, help="folder for grades.csv and per-submission results")
     parser.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: CPU cores)")
@@ -302,11 +320,17 @@ def _add_grade(sub) -> None:
                         help="grade on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786), one task "
                         "per submission; its workers need only `pip install` of this package")
     parser.add_argument("--assignment", help="grade only this assignment")
+    parser.add_argument("--student", action="append", metavar="ID",
+                        help="grade only this student's submissions (their folder's name; repeatable), again "
+                        "where they are graded already; grades.csv keeps everyone's rows")
     parser.add_argument("--source", help="nbgrader source folder with the tests (default: ./solutions)")
     parser.add_argument("--force", action="store_true", help="regrade submissions that already have results")
     parser.add_argument("--nbgrader-feedback", nargs="?", const="auto", metavar="DIR",
                         help="also write feedback where `nbgrader release_feedback` finds it (DIR default: the "
-                        "course's feedback/ folder; on by default when SUBMISSIONS is an nbgrader course's submitted/)")
+                        "course's feedback/ folder; on by default when SUBMISSIONS is an nbgrader course's submitted/ "
+                        "and --out lies inside that course)")
+    parser.add_argument("--no-nbgrader-feedback", action="store_true",
+                        help="leave the course's feedback/ folder alone, even when grading inside the course")
     parser.add_argument("--cell-timeout", type=float, default=None,
                         help=f"seconds one cell may run (default: the course's grading.toml, else "
                         f"{Limits.cell_timeout_s:g})")
@@ -324,8 +348,9 @@ def _add_grade(sub) -> None:
 
 def _grade(args: argparse.Namespace) -> int:
     from autograder.grading.exporters import DEFAULT_FORMAT, EXPORTERS
-    from autograder.grading.grade import grade, nbgrader_feedback_dir
+    from autograder.grading.grade import grade, nbgrader_feedback_target, summary_table
     from autograder.grading.limits import Limits, with_overrides
+    from autograder.grading.results import submission_status
 
     if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -336,12 +361,8 @@ def _grade(args: argparse.Namespace) -> int:
     overrides = {"cell_timeout_s": args.cell_timeout, "notebook_timeout_s": args.notebook_timeout,
                  "memory_mb": args.memory_mb}
     with_overrides(Limits(), overrides)  # a bad value fails before grading, in one line
-    feedback_dir = nbgrader_feedback_dir(Path(args.submissions))
-    if args.nbgrader_feedback not in (None, "auto"):
-        feedback_dir = Path(args.nbgrader_feedback)
-    elif args.nbgrader_feedback == "auto" and feedback_dir is None:
-        raise UsageError("--nbgrader-feedback without DIR needs SUBMISSIONS to be an nbgrader course's "
-                         "submitted/ folder (beside nbgrader_config.py); give the feedback folder instead")
+    feedback_dir, feedback_note = nbgrader_feedback_target(args.submissions, args.out, args.nbgrader_feedback,
+                                                           args.no_nbgrader_feedback)
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
@@ -359,15 +380,20 @@ def _grade(args: argparse.Namespace) -> int:
     try:
         rows = grade(args.submissions, args.out, workers=args.workers, assignment=args.assignment,
                      source=args.source, force=args.force, limit_overrides=overrides, nbgrader_feedback=feedback_dir,
-                     exports=formats, roster=roster, assignment_ids=assignment_ids)
+                     exports=formats, roster=roster, assignment_ids=assignment_ids, students=args.student)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    total = sum(r.results.score for r in rows)
     names = [EXPORTERS[f].filename for f in dict.fromkeys([DEFAULT_FORMAT, *formats])]
-    print(f"graded {len(rows)} submission(s); wrote {', '.join(str(Path(args.out) / n) for n in names)} "
-          f"(mean score {total / len(rows):.2f})" + (f"; nbgrader feedback in {feedback_dir}" if feedback_dir else ""))
+    print(f"wrote {', '.join(str(Path(args.out) / n) for n in names)}: {len(rows)} submission(s)"
+          + (f"; nbgrader feedback in {feedback_dir}" if feedback_dir else ""))
+    print(summary_table(rows))
+    if feedback_note:
+        print(f"note: {feedback_note}", file=sys.stderr)
     _warn_not_in_roster(roster.missing(sorted({r.student for r in rows})))
-    return 0
+    skipped = [r for r in rows if submission_status(r.results) == "skipped"]
+    for row in skipped:
+        print(f"skipped {row.student}/{row.assignment}: {' '.join(row.results.output.split())}", file=sys.stderr)
+    return EXIT_SKIPPED if skipped else 0
 
 
 # --- export ---------------------------------------------------------------------------

@@ -5,8 +5,12 @@
 :func:`autograder.grading.sandbox.run_submission` in its own sandboxed process tree,
 ``--workers`` at a time, and gets ``DIR/<student>/<assignment>/results.json``
 (Gradescope's shape) and ``feedback.html``; ``DIR/grades.csv`` covers every
-graded submission, and ``exports`` adds LMS gradebooks beside it
-(:mod:`autograder.grading.exporters`).
+``results.json`` under ``DIR``, whichever run graded it (one ``--assignment``, one
+``--student``, a resumed run), and ``exports`` adds LMS gradebooks beside it
+(:mod:`autograder.grading.exporters`).  A folder that names no assignment, or a notebook
+that is another exercise's (:func:`other_exercise`), is named and skipped, never graded,
+and the rest of the class is graded.  nbgrader's ``feedback/`` folder is written only for a
+grade of the course into the course (:func:`nbgrader_feedback_target`).
 
 Every file is written atomically, results before feedback, and a submission
 counts as graded once its ``results.json`` exists: after Ctrl-C, a kill or a
@@ -26,6 +30,7 @@ rate (2.5% each at an answer exactly at its threshold, :mod:`autograder.checks.t
 """
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -42,7 +47,7 @@ from autograder.errors import UsageError
 from autograder.atomic import write_atomic
 from autograder.grading.exporters.base import Graded, Roster, Row, read_timestamp
 from autograder.grading.limits import with_overrides
-from autograder.grading.results import Results, read_results
+from autograder.grading.results import Results, graded_files, read_results, submission_status, zero_results
 
 
 
@@ -53,19 +58,86 @@ class Submission:
     folder: Path
     notebook: Path | None
     problem: str = ""
+    skip: str = ""  # why it is not graded (another exercise's notebook): scored 0, status "skipped"
 
 
-def find_submissions(root: Path, assignment: str | None = None) -> list[Submission]:
+def _student_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def find_submissions(root: Path, assignment: str | None = None,
+                     students: list[str] | None = None) -> list[Submission]:
     """Every ``<student>/<assignment>/`` folder under ``root``, sorted, with its notebook
-    found by :func:`autograder.grading.pipeline.find_notebook`."""
+    found by :func:`autograder.grading.pipeline.find_notebook`; only ``assignment``'s and
+    ``students``' when given."""
     found = []
-    for student_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for student_dir in _student_dirs(root):
+        if students and student_dir.name not in students:
+            continue
         for folder in sorted(p for p in student_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
             if assignment and folder.name != assignment:
                 continue
             notebook, problem = pipeline.find_notebook(folder, folder.name)
             found.append(Submission(student_dir.name, folder.name, folder, notebook, problem))
     return found
+
+
+def check_students(root: Path, students: list[str] | None) -> None:
+    """A usage error naming a few known ids when a ``--student`` has no folder under ``root``."""
+    known = [p.name for p in _student_dirs(root)]
+    unknown = [s for s in students or [] if s not in known]
+    if unknown:
+        shown = ", ".join(known[:5]) + (" ..." if len(known) > 5 else "")
+        raise UsageError(f"--student {unknown[0]}: no such student folder in {root}; "
+                         f"students there: {shown or 'none'}")
+
+
+def grade_ids(notebook: Path) -> set[str] | None:
+    """The nbgrader ``grade_id``s of ``notebook``'s cells, or None when it cannot be read as a
+    notebook of a sane size (the sandbox then says what is wrong with it)."""
+    try:
+        if notebook.stat().st_size > sandbox.MAX_NOTEBOOK_BYTES:
+            return None
+        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    ids = set()
+    for cell in cells if isinstance(cells, list) else []:
+        meta = cell.get("metadata") if isinstance(cell, dict) else None
+        nbgrader = meta.get("nbgrader") if isinstance(meta, dict) else None
+        gid = nbgrader.get("grade_id") if isinstance(nbgrader, dict) else None
+        if isinstance(gid, str) and gid:
+            ids.add(gid)
+    return ids
+
+
+def other_exercise(ids: set[str] | None, assignment: str, known: dict[str, set[str]]) -> str:
+    """Why a notebook whose cells carry the grade_ids ``ids`` is not ``assignment``'s (``known``:
+    each source notebook's grade_ids), or "" when it is, or when that cannot be told (no
+    nbgrader cells at all: the sandbox grades it and names the missing answer cells).  Another
+    exercise's notebook holds none of this one's ids, or more of another's than of this one's."""
+    if not ids or assignment not in known:
+        return ""
+    own = len(ids & known[assignment])
+    best = max(sorted(n for n in known if n != assignment), key=lambda n: len(ids & known[n]), default=None)
+    other = len(ids & known[best]) if best is not None else 0
+    if other > own and 2 * other > len(ids):
+        return (f"this is exercise {best}'s notebook, not {assignment}'s; submit {assignment}.ipynb "
+                f"in the {assignment} folder (and {best}.ipynb in its own)")
+    if own == 0:
+        return (f"this notebook has none of {assignment}'s cells (no grade_id in common with its source); "
+                f"submit the {assignment}.ipynb that was released, with your answers in its cells")
+    return ""
+
+
+def _known_grade_ids(source_root: Path) -> dict[str, set[str]]:
+    """Each assignment of the source folder: the grade_ids of its source notebook."""
+    known = {}
+    for folder in sorted(p for p in source_root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        ids = grade_ids(folder / f"{folder.name}.ipynb")
+        if ids is not None:
+            known[folder.name] = ids
+    return known
 
 
 def _paths(out: Path, sub: Submission) -> tuple[Path, Path]:
@@ -157,6 +229,35 @@ def nbgrader_feedback_dir(submissions: Path) -> Path | None:
     return None
 
 
+def nbgrader_feedback_target(submissions: Path | str, out: Path | str, asked: str | None = None,
+                             off: bool = False) -> tuple[Path | None, str]:
+    """Where ``grade`` writes nbgrader's feedback pages, and a note when it leaves the course's alone.
+
+    ``asked``: ``--nbgrader-feedback``'s value (None: not given; ``"auto"``: given without a
+    folder); ``off``: ``--no-nbgrader-feedback``.  Unasked, the course's ``feedback/`` is
+    written only when ``out`` lies inside that course (the course's own grading): a scratch
+    run (``--out /tmp/scratch``) must not replace feedback the instructor may have released."""
+    if off and asked is not None:
+        raise UsageError("--nbgrader-feedback and --no-nbgrader-feedback contradict each other; give one")
+    course_feedback = nbgrader_feedback_dir(Path(submissions))
+    if off:
+        return None, ""
+    if asked not in (None, "auto"):
+        return Path(asked), ""
+    if asked == "auto":
+        if course_feedback is None:
+            raise UsageError("--nbgrader-feedback without DIR needs SUBMISSIONS to be an nbgrader course's "
+                             "submitted/ folder (beside nbgrader_config.py); give the feedback folder instead")
+        return course_feedback, ""
+    if course_feedback is None:
+        return None, ""
+    course = course_feedback.parent
+    if course in Path(out).resolve().parents:
+        return course_feedback, ""
+    return None, (f"--out is outside the course {course}: its feedback/ was left as it is "
+                  "(--nbgrader-feedback writes it)")
+
+
 @dataclass
 class Batch:
     """One ``grade`` run: what it grades, against what, and where each result goes.
@@ -176,6 +277,8 @@ class Batch:
     nbgrader_feedback: Path | None = None
     limit_overrides: dict = field(default_factory=dict)
     undecided: list[Submission] = field(default_factory=list)  # recorded with an inconclusive part
+    unknown: list[Submission] = field(default_factory=list)  # folders that name no assignment: not graded
+    submissions: Path | None = None  # the folder graded (its timestamp.txt files date the rows)
 
     def limits_for(self, assignment: str) -> sandbox.Limits:
         """The limits a submission of ``assignment`` gets."""
@@ -194,7 +297,18 @@ class Batch:
         _write(self.out, sub, results, self.nbgrader_feedback)
         if timing_inconclusive(results):
             self.undecided.append(sub)  # list.append is atomic: record runs on the grading threads
-        self.progress.update(bool(results.output))
+        self.progress.update(submission_status(results) == "error")
+
+    def record_skipped(self, stream) -> None:
+        """Score 0 every submission of ``todo`` that is another exercise's notebook (status
+        ``skipped``, the reason in each part and in the note), name it on ``stream``, and
+        leave the rest in ``todo``: nothing of it runs."""
+        for sub in [s for s in self.todo if s.skip]:
+            print(f"skipped {sub.student}/{sub.assignment}: {sub.skip}", file=stream, flush=True)
+            parts = self.assignments[sub.assignment].parts
+            self.record(sub, zero_results(parts, sub.skip, status="skipped",
+                                          notebook=sub.notebook.name if sub.notebook else ""))
+        self.todo = [s for s in self.todo if not s.skip]
 
     def second_tries(self) -> list["Batch"]:
         """One batch per submission left inconclusive, each graded alone once this one is done."""
@@ -209,9 +323,13 @@ def timing_inconclusive(results: Results) -> bool:
 def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = None,
          source: Path | str | None = None, force: bool = False, limits: sandbox.Limits | None = None,
          isolate: bool = True, progress_stream=sys.stderr, nbgrader_feedback: Path | str | None = None,
-         limit_overrides: dict | None = None) -> Batch:
+         limit_overrides: dict | None = None, students: list[str] | None = None) -> Batch:
     """Check the folders, find the submissions and their assignments, and pick those
-    still to grade; bad input is a :class:`UsageError`."""
+    still to grade; bad input is a :class:`UsageError`.
+
+    A folder that names no assignment of the source folder is left out (``Batch.unknown``)
+    unless none does, which is a usage error (the wrong ``--source``); a notebook that is
+    another exercise's is marked ``skip`` (:func:`other_exercise`)."""
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
     source_root = Path(source or "solutions").resolve()
     if not submissions.is_dir():
@@ -221,20 +339,40 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
         raise UsageError(f"{source_root}: no such source folder; give --source (default: solutions/)")
     if out == submissions or submissions in out.parents:
         raise UsageError(f"--out {out} is inside the submissions folder; choose another folder")
-    subs = find_submissions(submissions, assignment)
+    check_students(submissions, students)
+    subs = find_submissions(submissions, assignment, students)
     if not subs:
         what = f" for assignment {assignment!r}" if assignment else ""
         raise UsageError(f"no submissions{what} in {submissions}; expected <student>/<assignment>/<notebook>.ipynb")
+    known = _known_grade_ids(source_root)
+    unknown = [sub for sub in subs if sub.assignment not in known]
+    for sub in unknown:
+        sub.skip = unknown_reason(sorted(known))
+    subs = [sub for sub in subs if sub.assignment in known]
+    if not subs:  # nothing names a known assignment: the source folder is the wrong one
+        pipeline.load_assignment(source_root / unknown[0].assignment / f"{unknown[0].assignment}.ipynb")
     assignments = {name: pipeline.load_assignment(source_root / name / f"{name}.ipynb")
                    for name in sorted({s.assignment for s in subs})}
+    for sub in subs:
+        if sub.notebook is not None:
+            sub.skip = other_exercise(grade_ids(sub.notebook), sub.assignment, known)
     # Listed assignment by assignment (students in order within one); grade_here hands them out by
     # turns.Turns, each worker kept to one assignment while it can: a judge is kept warm for the next
     # submission of its assignment, and a few are kept at most (judge.client.MAX_IDLE).
-    todo = sorted((sub for sub in subs if force or needs_grading(out, sub)), key=lambda sub: sub.assignment)
+    # Naming students asks for them to be graded now: theirs are regraded as with force.
+    todo = sorted((sub for sub in subs if force or students or needs_grading(out, sub)), key=lambda sub: sub.assignment)
     out.mkdir(parents=True, exist_ok=True)
     return Batch(out, subs, todo, assignments, sorted({source_root, submissions, out}), limits, isolate,
                  Progress(len(todo), len(subs) - len(todo), progress_stream),
-                 Path(nbgrader_feedback) if nbgrader_feedback else None, dict(limit_overrides or {}))
+                 Path(nbgrader_feedback) if nbgrader_feedback else None, dict(limit_overrides or {}),
+                 unknown=unknown, submissions=submissions)
+
+
+def unknown_reason(assignments: list[str]) -> str:
+    """Why a folder that names no assignment is skipped, with the names it could have."""
+    shown = ", ".join(assignments[:10]) + (" ..." if len(assignments) > 10 else "")
+    return (f"no assignment of this folder's name (the source folder has {shown}); "
+            "rename the folder to the assignment's name and grade again")
 
 
 def grade(submissions: Path | str, out: Path | str, *, workers: int | None = None, assignment: str | None = None,
@@ -242,8 +380,10 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
           isolate: bool = True, progress_stream=sys.stderr, limit_overrides: dict | None = None,
           nbgrader_feedback: Path | str | None = None, exports: list[str] | None = None,
           roster: Roster | None = None, assignment_ids: dict[str, str] | None = None,
-          run: Callable[[Batch], None] | None = None) -> list[Row]:
-    """Grade every submission under ``submissions`` into ``out``; return the CSV rows.
+          run: Callable[[Batch], None] | None = None, students: list[str] | None = None) -> list[Row]:
+    """Grade every submission under ``submissions`` into ``out``; return grades.csv's rows:
+    every result under ``out`` (whatever an earlier run graded too), and a ``skipped`` row per
+    folder that names no assignment.  ``students``: grade only theirs (``--student``).
     ``nbgrader_feedback``: also write each feedback page into that nbgrader
     ``feedback/`` folder (see :func:`write_nbgrader_feedback`).  ``exports``: gradebook
     formats written beside ``grades.csv`` (``canvas``, ``moodle``), with ``roster`` and
@@ -252,10 +392,15 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
     :func:`autograder.grading.distributed_grade.grade_on_cluster`'s."""
     batch = plan(submissions, out, assignment=assignment, source=source, force=force, limits=limits,
                  isolate=isolate, progress_stream=progress_stream, nbgrader_feedback=nbgrader_feedback,
-                 limit_overrides=limit_overrides)
+                 limit_overrides=limit_overrides, students=students)
+    skipped = [Row(sub.student, sub.assignment, Results(output=sub.skip), read_timestamp(sub.folder))
+               for sub in batch.unknown]
+    for sub in batch.unknown:
+        print(f"skipped {sub.student}/{sub.assignment}: {sub.skip}", file=progress_stream, flush=True)
     batch.progress.show()
     run = run or partial(grade_here, workers=workers)
     try:
+        batch.record_skipped(progress_stream)
         run(batch)
         again = batch.second_tries()
         if again:
@@ -265,7 +410,7 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
         for one in again:  # one at a time: nothing else of this batch shares the machine
             run(one)
     finally:  # also after Ctrl-C: grades.csv holds what finished
-        rows = _write_exports(batch.out, batch.subs, batch.assignments, exports, roster, assignment_ids)
+        rows = _write_exports(batch, skipped, exports, roster, assignment_ids)
     return rows
 
 
@@ -302,20 +447,56 @@ def grade_here(batch: Batch, workers: int | None = None) -> None:
             thread.join()
 
 
-def _write_exports(out: Path, subs: list[Submission], assignments: dict[str, pipeline.Assignment],
-                   exports: list[str] | None, roster: Roster | None,
+def _write_exports(batch: Batch, skipped: list[Row], exports: list[str] | None, roster: Roster | None,
                    assignment_ids: dict[str, str] | None) -> list[Row]:
-    """grades.csv and the ``exports`` from the results on disk (the record that survives an interruption)."""
+    """grades.csv and the ``exports`` from every result on disk under ``batch.out`` (the record
+    that survives an interruption, and what earlier runs graded: another assignment, other
+    students), plus ``skipped``'s rows in grades.csv; each file replaced atomically."""
     rows = []
-    for sub in subs:
-        results = read_results(_paths(out, sub)[0])
-        if results is not None:
-            rows.append(Row(sub.student, sub.assignment, results, read_timestamp(sub.folder)))
+    for student, assignment, _path, results in graded_files(batch.out):
+        if student.startswith(".") or assignment.startswith(".") or results is None:
+            continue  # None: half-written, graded again next time
+        stamp = read_timestamp(batch.submissions / student / assignment) if batch.submissions else ""
+        rows.append(Row(student, assignment, results, stamp))
     columns: list[str] = []
-    for name in sorted(assignments):
-        columns += [p for p in assignments[name].part_names if p not in columns]
-    graded = Graded(rows, columns)
+    for name in sorted({r.assignment for r in rows} | set(batch.assignments)):
+        if name in batch.assignments:
+            parts = batch.assignments[name].part_names
+        else:  # graded by an earlier run: its results list its parts in the source's order
+            parts = [t.name for r in rows if r.assignment == name for t in r.results.tests]
+        columns += [p for p in dict.fromkeys(parts) if p not in columns]
+    graded = Graded(rows, columns, skipped=skipped)
     for fmt in [exporters.DEFAULT_FORMAT, *(f for f in exports or [] if f != exporters.DEFAULT_FORMAT)]:
-        exporters.write(graded, fmt, out / exporters.EXPORTERS[fmt].filename, roster=roster,
+        exporters.write(graded, fmt, batch.out / exporters.EXPORTERS[fmt].filename, roster=roster,
                         assignment_ids=assignment_ids)
-    return graded.rows
+    return [*graded.rows, *graded.skipped]
+
+
+SUMMARY_COLUMNS = ("graded", "pending", "failed to run", "missing", "skipped")
+_COUNTED = {"graded": "graded", "pending": "pending", "error": "failed to run", "missing": "missing",
+            "skipped": "skipped"}
+
+
+def summary_table(rows: list[Row]) -> str:
+    """One line per assignment of ``rows`` (grades.csv's): how many submissions are graded,
+    pending (a speed part undecided), failed to run (``error``), missing (no notebook) and
+    skipped, and their mean score out of the assignment's maximum (skipped ones not counted)."""
+    by_assignment: dict[str, list[Row]] = {}
+    for row in rows:
+        by_assignment.setdefault(row.assignment, []).append(row)
+    header = ["assignment", *SUMMARY_COLUMNS, "mean"]
+    table = [header]
+    for name in sorted(by_assignment):
+        counts = dict.fromkeys(SUMMARY_COLUMNS, 0)
+        scored = []
+        for row in by_assignment[name]:
+            status = submission_status(row.results)
+            counts[_COUNTED[status]] += 1
+            if status != "skipped":
+                scored.append(row.results)
+        maximum = max((r.max_score for r in scored), default=0.0)
+        mean = f"{sum(r.score for r in scored) / len(scored):.2f} / {maximum:g}" if scored else "-"
+        table.append([name, *(str(counts[c]) for c in SUMMARY_COLUMNS), mean])
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
+                               enumerate(zip(line, widths))).rstrip() for line in table)

@@ -91,6 +91,27 @@ def graded_files(out_dir: Path) -> list[tuple[str, str, Path, Results | None]]:
             for path in sorted(Path(out_dir).glob("*/*/results.json"))]
 
 
+SUBMISSION_STATUSES = ("graded", "pending", "error", "missing", "skipped")
+
+
+def submission_status(results: Results) -> str:
+    """One keyword for a whole submission (``grades.csv``'s ``status``, ``grade``'s summary):
+    ``skipped`` not graded (another exercise's notebook, a folder that names no assignment),
+    ``missing`` no notebook to grade, ``error`` the notebook did not run to the end (a limit,
+    a dead kernel, the grader's own failure: ``output`` says which), ``pending`` a speed part
+    left undecided (``inconclusive``), else ``graded``."""
+    statuses = {t.status for t in results.tests}
+    if statuses <= {"skipped"}:
+        return "skipped"
+    if results.output and statuses == {"missing"}:
+        return "missing"
+    if results.output:
+        return "error"
+    if "inconclusive" in statuses:
+        return "pending"
+    return "graded"
+
+
 def zero_results(parts, message: str, *, status: str = "error", notebook: str = "") -> Results:
     """Every one of ``parts`` (each with ``grade_id`` and ``points``) scored 0 with
     ``message``: the one place a whole submission's zero is built."""

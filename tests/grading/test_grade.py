@@ -1,8 +1,10 @@
 """The grade command: layout, resume, atomic outputs, interruption, the CLI as users see it."""
 from __future__ import annotations
 
+import html
 import io
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -216,7 +218,8 @@ def test_cli_grades_a_small_class_end_to_end(tmp_path):
     _submit(subs, "bob", answers(double="def double(x):\n    return x\n")(None))
     proc = _cli("grade", str(subs), "--out", str(out), "--source", str(TINY_SOURCE), "--workers", "2")
     assert proc.returncode == 0, proc.stderr
-    assert "graded 2 submission(s)" in proc.stdout
+    assert "grades.csv: 2 submission(s)" in proc.stdout
+    assert proc.stdout.splitlines()[-1].split() == ["tiny", "2", "0", "0", "0", "0", "3.50", "/", "5"]
     assert "2/2" in proc.stderr and "ETA" in proc.stderr
     lines = (out / "grades.csv").read_text().splitlines()
     assert lines[1].startswith("tiny,,,alice,,,,5,0,5,5,3,2,graded")
@@ -381,3 +384,140 @@ def test_the_suites_batches_are_handed_out_as_grade_hands_them_out():
     futures = graded_as_a_batch(values, fake_grade, workers=2, key=lambda value: value[0])
     assert [futures[v].result() for v in values] == values
     assert sorted(side_by_side[:2]) == ["ex1", "ex2"] == sorted(side_by_side[2:])
+
+
+# --- a term of grading: every row kept, one student, misnamed folders, the summary ------------------
+
+
+def _two_assignments(tmp_path, students=("alice", "bob")):
+    """A source folder with a_first and b_second (the tiny assignment twice) and their submissions."""
+    source, subs = tmp_path / "source", tmp_path / "submitted"
+    for name in ("a_first", "b_second"):
+        (source / name).mkdir(parents=True)
+        (source / name / f"{name}.ipynb").write_bytes((TINY_SOURCE / "tiny" / "tiny.ipynb").read_bytes())
+        for student in students:
+            _submit(subs, student, b"{}", assignment=name, name=f"{name}.ipynb")
+    return source, subs
+
+
+def _csv_rows(out):
+    import csv
+
+    return list(csv.DictReader((out / "grades.csv").open()))
+
+
+def test_grading_one_assignment_or_one_student_keeps_every_other_row(tmp_path, fake):
+    """grades.csv is rebuilt from every results.json under --out, not from this run's submissions."""
+    source, subs = _two_assignments(tmp_path)
+    out = tmp_path / "out"
+    grade.grade(subs, out, source=source, assignment="a_first", progress_stream=io.StringIO())
+    assert [(r["assignment"], r["student_id"]) for r in _csv_rows(out)] == [("a_first", "alice"), ("a_first", "bob")]
+    rows = grade.grade(subs, out, source=source, assignment="b_second", progress_stream=io.StringIO())
+    expected = [("a_first", "alice"), ("a_first", "bob"), ("b_second", "alice"), ("b_second", "bob")]
+    assert [(r["assignment"], r["student_id"]) for r in _csv_rows(out)] == expected
+    assert [(r.assignment, r.student) for r in rows] == expected
+    assert all(r["test-double"] == "3" and r["status"] == "graded" for r in _csv_rows(out))
+    before = (out / "grades.csv").read_text()
+    grade.grade(subs, out, source=source, students=["bob"], progress_stream=io.StringIO())
+    assert (out / "grades.csv").read_text() == before  # the same rows, in the same order
+
+
+def test_student_regrades_only_those_students(tmp_path, fake):
+    source, subs = _two_assignments(tmp_path, ("alice", "bob", "carol"))
+    out = tmp_path / "out"
+    grade.grade(subs, out, source=source, progress_stream=io.StringIO())
+    assert len(fake.calls) == 6
+    grade.grade(subs, out, source=source, students=["bob"], progress_stream=io.StringIO())
+    assert fake.calls[6:] == ["bob", "bob"]  # graded already: named, so graded again
+    grade.grade(subs, out, source=source, students=["carol", "alice"], assignment="b_second",
+                progress_stream=io.StringIO())
+    assert sorted(fake.calls[8:]) == ["alice", "carol"]
+    assert len(_csv_rows(out)) == 6
+    with pytest.raises(UsageError, match=r"--student bobby: no such student folder .*students there: alice, bob, carol$"):
+        grade.grade(subs, out, source=source, students=["bobby"], progress_stream=io.StringIO())
+
+
+def test_a_folder_that_names_no_assignment_is_skipped_and_the_rest_is_graded(tmp_path, fake):
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    for student in ("alice", "bob"):
+        _submit(subs, student, b"{}")
+    _submit(subs, "bob", b"{}", assignment="1_tiny", name="1_tiny.ipynb")  # misnamed beside a good one
+    stream = io.StringIO()
+    rows = grade.grade(subs, out, source=TINY_SOURCE, progress_stream=stream)
+    assert sorted(fake.calls) == ["alice", "bob"]
+    assert "skipped bob/1_tiny: no assignment of this folder's name (the source folder has tiny)" in stream.getvalue()
+    table = {(r["student_id"], r["assignment"]): r for r in _csv_rows(out)}
+    assert table[("bob", "1_tiny")]["status"] == "skipped"
+    assert "rename the folder" in table[("bob", "1_tiny")]["message"]
+    assert table[("bob", "tiny")]["status"] == table[("alice", "tiny")]["status"] == "graded"
+    assert not (out / "bob" / "1_tiny").exists()  # no result: nothing was graded
+    assert len(rows) == 3
+
+
+def test_another_exercises_notebook_is_skipped_and_named(tmp_path, fake):
+    """A notebook whose cells are another assignment's is not run: its row says whose it is,
+    instead of one "answer cell missing" per part."""
+    import nbformat
+
+    source, subs, out = tmp_path / "source", tmp_path / "submitted", tmp_path / "out"
+    shutil.copytree(TINY_SOURCE / "tiny", source / "tiny")
+    other = nbformat.read(TINY_SOURCE / "tiny" / "tiny.ipynb", as_version=4)
+    for cell in other.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade_id"):
+            meta["grade_id"] = "other-" + meta["grade_id"]
+    (source / "other").mkdir()
+    nbformat.write(other, source / "other" / "other.ipynb")
+    _submit(subs, "alice", answers()(None))  # tiny's notebook, in tiny's folder
+    _submit(subs, "bob", answers()(None), assignment="other", name="other.ipynb")  # tiny's, in other's folder
+    stream = io.StringIO()
+    grade.grade(subs, out, source=source, progress_stream=stream)
+    assert fake.calls == ["alice"]
+    message = "this is exercise tiny's notebook, not other's"
+    assert f"skipped bob/other: {message}" in stream.getvalue()
+    bob = json.loads((out / "bob" / "other" / "results.json").read_text())
+    assert bob["score"] == 0 and bob["max_score"] == 5 and message in bob["output"]
+    assert {t["status"] for t in bob["tests"]} == {"skipped"}
+    assert html.escape(message) in (out / "bob" / "other" / "feedback.html").read_text()
+    table = {r["student_id"]: r for r in _csv_rows(out)}
+    assert table["bob"]["status"] == "skipped" and message in table["bob"]["message"]
+
+
+def test_the_summary_is_a_table_per_assignment():
+    from autograder.grading.exporters.base import Row
+
+    def results(status, score, output=""):
+        return Results(tests=[TestResult("a", score, 3.0, status=status), TestResult("b", 0.0, 2.0)], output=output)
+
+    rows = [Row("ann", "ps1", results("passed", 3.0)), Row("ben", "ps1", results("inconclusive", 0.0)),
+            Row("cal", "ps1", results("error", 0.0, "the kernel died")),
+            Row("dan", "ps1", Results(tests=[TestResult("a", 0, 3, "x", status="skipped")], output="x")),
+            Row("ann", "ps2", Results(tests=[TestResult("c", 1.0, 1.0)])),
+            Row("eve", "ps2", Results(tests=[TestResult("c", 0, 1.0, "none", status="missing")], output="none"))]
+    lines = [line.split() for line in grade.summary_table(rows).splitlines()]
+    assert lines[0] == ["assignment", "graded", "pending", "failed", "to", "run", "missing", "skipped", "mean"]
+    assert lines[1] == ["ps1", "1", "1", "1", "0", "1", "1.00", "/", "5"]  # the skipped one not in the mean
+    assert lines[2] == ["ps2", "1", "0", "0", "1", "0", "0.50", "/", "1"]
+
+
+def _run_cli(*args):
+    from autograder import cli
+
+    return cli.main(["grade", *args])
+
+
+def test_cli_exit_status_says_some_were_skipped(tmp_path, fake, capsys):
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    _submit(subs, "alice", b"{}")
+    _submit(subs, "bob", b"{}", assignment="1_tiny", name="1_tiny.ipynb")
+    assert _run_cli(str(subs), "--out", str(out), "--source", str(TINY_SOURCE)) == 3
+    captured = capsys.readouterr()
+    assert "skipped bob/1_tiny: no assignment of this folder's name" in captured.err
+    assert captured.out.splitlines()[-2].split()[:2] == ["1_tiny", "0"]  # its row in the table, as skipped
+    assert captured.out.splitlines()[-1].split() == ["tiny", "1", "0", "0", "0", "0", "3.00", "/", "5"]
+    shutil.rmtree(subs / "bob" / "1_tiny")
+    assert _run_cli(str(subs), "--out", str(out), "--source", str(TINY_SOURCE)) == 0
+    from autograder.cli import build_parser
+
+    assert "3 graded,\nbut grades.csv holds skipped submissions" in build_parser()._subparsers._group_actions[0] \
+        .choices["grade"].format_help()

@@ -118,8 +118,8 @@ def test_nbgrader_release_and_fetch_feedback_deliver_our_page(shared_tmp):
     submitted = course / "submitted" / STUDENT / "tiny"
     assert {p.name for p in submitted.iterdir()} >= {"tiny.ipynb", "timestamp.txt", "submission_secret.txt"}
 
-    # Grading an nbgrader course's submitted/ folder fills its feedback/ folder without being asked.
-    out = shared_tmp / "graded"
+    # Grading an nbgrader course's submitted/ folder into the course fills its feedback/ folder unasked.
+    out = course / "autograded"
     proc = _autograder("grade", str(course / "submitted"), "--out", str(out),
                        "--source", str(course / "source"), "--workers", "1")
     assert proc.returncode == 0, proc.stderr
@@ -217,3 +217,44 @@ def test_a_resubmission_without_a_secret_drops_the_old_secret(tmp_path):
     assert page == feedback / STUDENT / "tiny" / "tiny.html" and page.read_text() == "<p>second</p>"
     assert not (feedback / STUDENT / "tiny" / "submission_secret.txt").exists()
     assert (feedback / STUDENT / "tiny" / "timestamp.txt").is_file()
+
+
+def _course(root: Path) -> Path:
+    """An nbgrader course folder holding alice's submission and the feedback page already released."""
+    course = root / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text("c = get_config()\n")
+    _submission(course / "submitted")
+    released = course / "feedback" / STUDENT / "tiny"
+    released.mkdir(parents=True)
+    (released / "tiny.html").write_text("<p>the page alice was given</p>")
+    return course
+
+
+def test_a_scratch_run_leaves_the_courses_feedback_alone(tmp_path, monkeypatch, capsys):
+    """Only a grade whose --out is inside the course (or --nbgrader-feedback) writes its feedback/;
+    --no-nbgrader-feedback keeps it untouched even then."""
+    from autograder import cli
+    from autograder.grading.results import Results, TestResult
+
+    monkeypatch.setattr(grade.sandbox, "run_submission", lambda submission, source, **kw: Results(
+        tests=[TestResult("test-double", 3.0, 3.0), TestResult("test-word", 2.0, 2.0)]))
+    course = _course(tmp_path)
+    page = course / "feedback" / STUDENT / "tiny" / "tiny.html"
+    common = ["grade", str(course / "submitted"), "--source", str(TINY_SOURCE), "--workers", "1"]
+    assert cli.main([*common, "--out", str(tmp_path / "scratch")]) == 0
+    assert page.read_text() == "<p>the page alice was given</p>"
+    captured = capsys.readouterr()
+    assert "nbgrader feedback in" not in captured.out
+    assert f"note: --out is outside the course {course}: its feedback/ was left as it is" in captured.err
+    assert cli.main([*common, "--out", str(course / "autograded"), "--no-nbgrader-feedback"]) == 0
+    assert page.read_text() == "<p>the page alice was given</p>"
+    assert cli.main([*common, "--out", str(tmp_path / "scratch"), "--force", "--nbgrader-feedback"]) == 0
+    assert "Score: 5 / 5" in page.read_text()
+    page.write_text("<p>the page alice was given</p>")
+    assert cli.main([*common, "--out", str(course / "autograded"), "--force"]) == 0
+    assert "Score: 5 / 5" in page.read_text()
+    assert f"nbgrader feedback in {course / 'feedback'}" in capsys.readouterr().out
+    assert cli.main([*common, "--out", str(course / "x"), "--nbgrader-feedback", "--no-nbgrader-feedback"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: --nbgrader-feedback and --no-nbgrader-feedback contradict each other; give one"]

@@ -102,9 +102,13 @@ class Graded:
 
     rows: list[Row]
     part_columns: list[str] = field(default_factory=list)
+    # Folders graded by no assignment (``grade`` found no source for their name): only grades.csv
+    # lists them, with status ``skipped``; an LMS gradebook would take each for an assignment.
+    skipped: list[Row] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.rows = sorted(self.rows, key=lambda r: (r.assignment, r.student))
+        self.skipped = sorted(self.skipped, key=lambda r: (r.assignment, r.student))
         self._by_key = {(r.student, r.assignment): r.results for r in self.rows}  # a class of 500 × 10: no scans
         if not self.part_columns:  # each results.json lists its parts in the source's order
             for row in self.rows:

@@ -30,7 +30,7 @@ def test_header_matches_nbgrader_export_exactly(tmp_path, monkeypatch):
     nbgrader_header = dest.read_text().splitlines()[0].split(",")
     ours = _csv([], ["test-a"]).splitlines()[0].split(",")
     assert ours[: len(nbgrader_header)] == nbgrader_header
-    assert ours[len(nbgrader_header):] == ["test-a", "status"]
+    assert ours[len(nbgrader_header):] == ["test-a", "status", "message"]
 
 
 def test_rows_hold_scores_per_part_sorted_by_assignment_and_student():
@@ -43,9 +43,28 @@ def test_rows_hold_scores_per_part_sorted_by_assignment_and_student():
     alice, bob = table
     assert (alice["raw_score"], alice["score"], alice["max_score"], alice["a"], alice["b"], alice["c"]) == \
         ("5", "5", "5", "2", "3", "")
-    assert alice["status"] == "graded" and alice["first_name"] == alice["email"] == ""
+    assert alice["status"] == "graded" and alice["message"] == "" and alice["first_name"] == alice["email"] == ""
     assert bob["timestamp"] == "2026-01-02 10:00:00" and bob["late_submission_penalty"] == "0"
-    assert bob["status"] == "the kernel died in cell 4"
+    assert (bob["status"], bob["message"]) == ("error", "the kernel died in cell 4")
+
+
+def test_status_is_a_keyword_and_the_message_has_its_own_column():
+    from autograder.grading.results import Results, TestResult
+
+    undecided = Results(tests=[TestResult("a", 0, 2, "could not decide", status="inconclusive"),
+                               TestResult("b", 3, 3)])
+    nothing = Results(tests=[TestResult("a", 0, 2, "no notebook", status="missing"),
+                             TestResult("b", 0, 3, "no notebook", status="missing")], output="no notebook")
+    other = Results(tests=[TestResult("a", 0, 2, "x", status="skipped"), TestResult("b", 0, 3, "x", status="skipped")],
+                    output="this is exercise ps2's notebook, not ps1's")
+    rows = [Row("ann", "ps1", undecided), Row("ben", "ps1", nothing), Row("cal", "ps1", other)]
+    unknown = Row("dan", "1_ps", Results(output="no assignment is named 1_ps"))
+    table = list(csv.DictReader(io.StringIO(nbgrader.render(Graded(rows, ["a", "b"], skipped=[unknown]), Roster()))))
+    assert [(r["assignment"], r["student_id"], r["status"]) for r in table] == [
+        ("1_ps", "dan", "skipped"), ("ps1", "ann", "pending"), ("ps1", "ben", "missing"), ("ps1", "cal", "skipped")]
+    assert table[0]["message"] == "no assignment is named 1_ps" and table[0]["max_score"] == "0"
+    assert table[1]["message"] == "speed undecided in a; grade again later"
+    assert table[3]["message"] == "this is exercise ps2's notebook, not ps1's"
 
 
 def test_names_and_email_come_from_the_roster():
