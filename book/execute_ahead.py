@@ -141,7 +141,10 @@ def execute_ahead(root: Path, cache_dir: Path, jobs: int, log=print) -> list[Ran
     from jupyter_cache.base import CacheBundleIn
     from jupyter_cache.executors.utils import single_nb_execution
 
-    stale = stale_pages(root, cache_dir)
+    # The start page (the root) prints the chapters' run times from this cache: it is left to
+    # the build, which reads pages in sorted order, so it runs after every chapter ran.
+    start = book_pages(root)[:1]
+    stale = [item for item in stale_pages(root, cache_dir) if item[0] not in start]
     if len(stale) < 2:
         return []  # one page: the build runs it just as fast
     cache, ran = get_cache(str(cache_dir)), []

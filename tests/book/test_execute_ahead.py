@@ -17,7 +17,7 @@ import pytest
 from tests.book.conftest import load_book_script
 from tests.conftest import ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.untimed]
+pytestmark = pytest.mark.slow
 
 execute_ahead = load_book_script("execute_ahead")
 
@@ -84,6 +84,18 @@ def test_stale_pages_run_side_by_side_and_a_failure_is_not_cached(tmp_path):
     assert ran["a.md"].error is None and ran["b.md"].error is None, ran
     assert "ValueError: planted in c" in ran["c.md"].error
     assert [p.name for p, _, _ in execute_ahead.stale_pages(tmp_path, cache)] == ["c.md"]
+
+
+def test_the_start_page_is_left_to_the_build(tmp_path):
+    """The root page reads the chapters' run times from the cache: it is not executed ahead,
+    beside them, but by the build, after them."""
+    _tiny_book(tmp_path, failing=False)
+    (tmp_path / "intro.md").write_text(PAGE.format(title="Intro", code="print('start page')"))
+    cache = tmp_path / "_build" / ".jupyter_cache"
+    assert [p.name for p, _, _ in execute_ahead.stale_pages(tmp_path, cache)] == ["intro.md", "a.md", "b.md"]
+    ran = execute_ahead.execute_ahead(tmp_path, cache, jobs=2, log=lambda line: None)
+    assert sorted(r.page for r in ran) == ["a.md", "b.md"], ran
+    assert [p.name for p, _, _ in execute_ahead.stale_pages(tmp_path, cache)] == ["intro.md"]
 
 
 def test_one_job_executes_nothing_ahead(tmp_path):

@@ -151,7 +151,7 @@ def test_a_cluster_grades_a_mixed_batch_exactly_as_a_local_grade(tmp_path):
           f"(5 submissions, {os.cpu_count()} CPU cores)")
 
     assert f"grading on {address}: 2 worker(s), 2 thread(s)" in remote.stderr
-    assert "5/5" in remote.stderr and "graded 5 submission(s)" in remote.stdout
+    assert "5/5" in remote.stderr and "grades.csv: 5 submission(s)" in remote.stdout
     expected, got = _comparable(tmp_path / "local"), _comparable(tmp_path / "remote")
     assert len(expected) == 5 and got == expected
     assert _pages(tmp_path / "remote") == _pages(tmp_path / "local")
@@ -215,7 +215,7 @@ def test_a_worker_killed_mid_task_loses_nothing(tmp_path):
     assert not alive, [p.cmdline() for p in alive]
     results = {p.parent.parent.name: json.loads(p.read_text()) for p in out.rglob("results.json")}
     assert {s: r["score"] for s, r in results.items()} == {"sleepy": 5, "alice": 5, "bob": 2}
-    assert "graded 3 submission(s)" in stdout and "3/3" in stderr
+    assert "grades.csv: 3 submission(s)" in stdout and "3/3" in stderr
 
 
 def test_an_unreachable_scheduler_is_a_one_line_usage_error(tmp_path):
