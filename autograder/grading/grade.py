@@ -47,6 +47,7 @@ from autograder.errors import UsageError
 from autograder.atomic import write_atomic
 from autograder.grading.exporters.base import Graded, Roster, Row, read_timestamp
 from autograder.grading.limits import with_overrides
+from autograder.grading.notebook import GradedPart
 from autograder.grading.results import Results, graded_files, read_results, submission_status, zero_results
 
 
@@ -465,6 +466,7 @@ def _write_exports(batch: Batch, skipped: list[Row], exports: list[str] | None, 
         else:  # graded by an earlier run: its results list its parts in the source's order
             parts = [t.name for r in rows if r.assignment == name for t in r.results.tests]
         columns += [p for p in dict.fromkeys(parts) if p not in columns]
+    rows += _not_submitted(rows, batch.assignments, roster)
     graded = Graded(rows, columns, skipped=skipped)
     for fmt in [exporters.DEFAULT_FORMAT, *(f for f in exports or [] if f != exporters.DEFAULT_FORMAT)]:
         exporters.write(graded, fmt, batch.out / exporters.EXPORTERS[fmt].filename, roster=roster,
@@ -472,6 +474,28 @@ def _write_exports(batch: Batch, skipped: list[Row], exports: list[str] | None, 
     return [*graded.rows, *graded.skipped]
 
 
+def _not_submitted(rows: list[Row], assignments: dict[str, pipeline.Assignment], roster: Roster | None) -> list[Row]:
+    """A 0 row, status ``missing``, for each rostered student with no result of an assignment
+    that has results (as nbgrader's gradebook gives a 0); none without a roster.  Not written
+    as a results.json: a later submission is graded as any other."""
+    if roster is None or not roster.people:
+        return []
+    have = {(r.student, r.assignment) for r in rows}
+    missing = []
+    for name in sorted({r.assignment for r in rows}):
+        if name in assignments:
+            parts = assignments[name].parts
+        else:
+            first = next(r for r in rows if r.assignment == name)
+            parts = [GradedPart(t.name, t.max_score) for t in first.results.tests]
+        for student in sorted(roster.people):
+            if (student, name) not in have:
+                results = zero_results(parts, NOT_SUBMITTED.format(assignment=name), status="missing")
+                missing.append(Row(student, name, results))
+    return missing
+
+
+NOT_SUBMITTED = "no submission: the roster lists this student, who has no {assignment} folder in the submissions"
 SUMMARY_COLUMNS = ("graded", "pending", "failed to run", "missing", "skipped")
 _COUNTED = {"graded": "graded", "pending": "pending", "error": "failed to run", "missing": "missing",
             "skipped": "skipped"}

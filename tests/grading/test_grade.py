@@ -521,3 +521,30 @@ def test_cli_exit_status_says_some_were_skipped(tmp_path, fake, capsys):
 
     assert "3 graded,\nbut grades.csv holds skipped submissions" in build_parser()._subparsers._group_actions[0] \
         .choices["grade"].format_help()
+
+
+def test_rostered_students_without_a_submission_get_a_missing_zero(tmp_path, fake):
+    """As nbgrader's gradebook: a rostered student who submitted nothing has a 0 row, status missing,
+    in grades.csv and in every LMS export; a student not on the roster adds no row."""
+    import csv
+
+    from autograder.grading.exporters import read_roster
+
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    for student in ("alice", "bob"):
+        _submit(subs, student, b"{}")
+    (tmp_path / "roster.csv").write_text("id,first_name\nalice,Alice\nbob,Bob\nzed,Zed\n")
+    roster = read_roster(tmp_path / "roster.csv")
+    rows = grade.grade(subs, out, source=TINY_SOURCE, progress_stream=io.StringIO(), roster=roster,
+                       exports=["canvas"])
+    table = {r["student_id"]: r for r in _csv_rows(out)}
+    assert sorted(table) == ["alice", "bob", "zed"] and len(rows) == 3
+    zed = table["zed"]
+    assert (zed["status"], zed["score"], zed["max_score"], zed["test-double"], zed["first_name"]) == \
+        ("missing", "0", "5", "0", "Zed")
+    assert "no submission" in zed["message"]
+    assert not (out / "zed").exists()
+    canvas = list(csv.reader((out / "grades_canvas.csv").open()))
+    assert [line[-1] for line in canvas[2:]] == ["3", "3", "0"]  # alice, bob, zed
+    assert "missing" in grade.summary_table(rows).splitlines()[0]
+    assert grade.summary_table(rows).splitlines()[1].split()[1:6] == ["2", "0", "0", "1", "0"]
