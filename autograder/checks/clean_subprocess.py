@@ -35,7 +35,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+if TYPE_CHECKING:  # imported only where a check asks to confine: it loads libc through ctypes
+    from autograder.isolation import Confinement
 
 #: What a fresh process keeps of its parent's environment.  The TF_ and CUDA
 #: names keep a child computing as its parent does (log level, oneDNN on/off,
@@ -112,12 +115,24 @@ class Finished:
 #: imported TensorFlow once (:mod:`autograder.judge.fresh_python`); a learner's kernel never does.
 RUNNER: Callable[..., Finished] | None = None
 
+#: Whether :func:`run_module` shuts a process that asks for it in a private root
+#: (:func:`autograder.isolation.confine`).  The judge turns it on as it starts: what it loads from a
+#: learner (an exported SavedModel) then never runs with the grader's rights.  In a learner's kernel
+#: it stays off: that process is already the sandbox, and has only the learner's rights.
+CONFINE = False
+
 
 def run_module(module: str, args: Sequence[str], *, env: Mapping[str, str], timeout: float,
-               cwd: str = NEUTRAL_CWD) -> Finished:
+               cwd: str = NEUTRAL_CWD, confine: "Confinement | None" = None) -> Finished:
     """``python -I -m module args`` as :func:`python_argv` starts it, with exactly ``env``, in
     ``cwd``, in a session of its own; its output.  ``subprocess.TimeoutExpired`` (the process
-    killed) past ``timeout``.  Started by :data:`RUNNER` when one is installed."""
+    killed) past ``timeout``.  Started by :data:`RUNNER` when one is installed.
+
+    With ``confine`` (and :data:`CONFINE` on) the process first shuts itself in the private root
+    it describes (``python -m autograder.isolation``), where ``cwd`` must exist; it exits with
+    status 3 and says why on stderr when the machine allows no namespaces."""
+    if confine is not None and CONFINE:
+        module, args = "autograder.isolation", [confine.to_json(), module, *args]
     if RUNNER is not None:
         return RUNNER(module, list(map(str, args)), env=dict(env), timeout=timeout, cwd=cwd)
     return run_new_interpreter(module, args, env=env, timeout=timeout, cwd=cwd)

@@ -32,9 +32,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from autograder.checks import clean_subprocess
+from autograder.checks import clean_subprocess, graph_guard
 
 DEFAULT_TIMEOUT_S = 180.0
+#: How a confined process that could not enter its private root begins its last line on stderr.
+CONFINE_FAILED = "confined:"
 LOADERS = ("function", "session")
 
 
@@ -88,9 +90,19 @@ class SavedModelError(AssertionError):
 def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float, *, strict: bool = True) -> dict:
     """Run the worker in a fresh interpreter; return its parsed result.json.
     With ``strict=False`` a reported error is returned (as ``"error"``, with
-    whatever signatures were read before it) instead of raised."""
+    whatever signatures were read before it) instead of raised.
+
+    The SavedModel's ops are checked first (:func:`graph_guard.refuse_unsafe_savedmodel`): one
+    that reads or writes files, calls Python or reaches another process is refused before any
+    process loads it.  In the judge the fresh process is also shut in a private root
+    (:func:`autograder.isolation.confine`): it sees the export (read-only), its own folder, Python
+    and the system folders, and nothing else of the machine."""
+    from autograder.isolation import Confinement
+
+    graph_guard.refuse_unsafe_savedmodel(request["export_dir"])
     with tempfile.TemporaryDirectory(prefix="savedmodel-check-") as tmp:
-        work = Path(tmp)
+        work = Path(tmp) / "work"
+        work.mkdir()
         for i, batch in enumerate(batches):
             if not isinstance(batch, Mapping):
                 raise TypeError(f"each batch must be a dict from input name to array, got {type(batch).__name__}")
@@ -100,9 +112,11 @@ def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float
         # The worker's own start-up noise is not the learner's.  Its environment,
         # interpreter and folder are clean: nothing the notebook planted runs first.
         env = clean_subprocess.clean_env({"TF_CPP_MIN_LOG_LEVEL": "2"})
+        confinement = Confinement(root=str(Path(tmp) / "root"), writable=str(work),
+                                  readonly=[request["export_dir"]])
         try:
             proc = clean_subprocess.run_module("autograder.checks.savedmodel", [str(work)], env=env,
-                                               timeout=timeout_s)
+                                               timeout=timeout_s, confine=confinement)
         except subprocess.TimeoutExpired:
             raise SavedModelError(
                 f"loading and calling the SavedModel in a fresh process took over {timeout_s:g} s; "
@@ -111,28 +125,35 @@ def _spawn(request: dict, batches: Sequence[Mapping[str, Any]], timeout_s: float
         result_path = work / "result.json"
         if not result_path.exists():
             tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+            if tail.startswith(CONFINE_FAILED):
+                raise RuntimeError(f"the grader could not check the SavedModel: {tail}; grade on a machine "
+                                   "that allows user namespaces (or as root)")
             status = "" if proc.returncode is None else f" (exit {proc.returncode})"
             raise SavedModelError(f"the fresh process that loads the SavedModel died{status}: {tail}")
-        result = json.loads(result_path.read_text())
-        if result.get("error"):
-            if strict:
-                raise SavedModelError(result["error"])
-            return result
-        result["outputs"] = {}
-        result["outputs_also"] = {}
-        for loader in request["loaders"] if request["signature"] else []:
-            result["outputs"][loader] = []
-            for i in range(len(batches)):
-                with np.load(work / f"outputs_{loader}_{i}.npz", allow_pickle=False) as data:
-                    result["outputs"][loader].append({k: data[k] for k in data.files})
-            for j, other in enumerate(request.get("also", [])):
-                outs = result["outputs_also"].setdefault(other, {}).setdefault(loader, [])
-                for i in range(len(batches)):
-                    if not (work / f"also{j}_{loader}_{i}.npz").exists():
-                        break   # not called: missing, or other specs (check_export says which)
-                    with np.load(work / f"also{j}_{loader}_{i}.npz", allow_pickle=False) as data:
-                        outs.append({k: data[k] for k in data.files})
+        return _read_result(work, request, result_path, len(batches), strict)
+
+
+def _read_result(work: Path, request: dict, result_path: Path, n_batches: int, strict: bool) -> dict:
+    result = json.loads(result_path.read_text())
+    if result.get("error"):
+        if strict:
+            raise SavedModelError(result["error"])
         return result
+    result["outputs"] = {}
+    result["outputs_also"] = {}
+    for loader in request["loaders"] if request["signature"] else []:
+        result["outputs"][loader] = []
+        for i in range(n_batches):
+            with np.load(work / f"outputs_{loader}_{i}.npz", allow_pickle=False) as data:
+                result["outputs"][loader].append({k: data[k] for k in data.files})
+        for j, other in enumerate(request.get("also", [])):
+            outs = result["outputs_also"].setdefault(other, {}).setdefault(loader, [])
+            for i in range(n_batches):
+                if not (work / f"also{j}_{loader}_{i}.npz").exists():
+                    break   # not called: missing, or other specs (check_export says which)
+                with np.load(work / f"also{j}_{loader}_{i}.npz", allow_pickle=False) as data:
+                    outs.append({k: data[k] for k in data.files})
+    return result
 
 
 def _signature_from_json(name: str, spec: dict) -> SignatureInfo:

@@ -330,12 +330,9 @@ def allowed_paths() -> list[str]:
     """What a sandboxed kernel may read besides the system folders and its own:
     the Python installation and the ``autograder`` package (exercise 7 builds
     with its ``checks.opbuild``; the build cache stays out)."""
-    import autograder
+    from autograder.isolation import python_paths
 
-    paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    paths.update(os.path.realpath(p) for p in sys.path if p and os.path.isdir(p) and "site-packages" in p)
-    paths.add(str(Path(autograder.__file__).resolve().parent))
-    return sorted(paths)
+    return python_paths()
 
 
 def _sandbox_parent() -> Path:

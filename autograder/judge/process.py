@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from autograder.checks import probe
+from autograder.checks import clean_subprocess, probe
 from autograder.judge import fresh_python
 from autograder.judge import protocol as p
 
@@ -132,6 +132,7 @@ def main() -> int:
     _use_temporary_folder(p.temporary_folder(start.cwd))
     probe.JUDGE_LEARNER = RemoteLearner(out, inp)
     fresh_python.install()
+    clean_subprocess.CONFINE = True  # what a learner exported runs shut in, never with the judge's rights
     started = time.perf_counter()
     with contextlib.redirect_stdout(sys.stderr):
         base, errors = run_locked_cells(start.cells)

@@ -7,8 +7,8 @@ import pytest
 from autograder.checks import clean_subprocess
 from autograder.checks import savedmodel as sm
 from autograder.judge import fresh_python
+from tests.conftest import SOLUTIONS
 
-pytestmark = pytest.mark.untimed
 
 tf = pytest.importorskip("tensorflow")
 
@@ -131,7 +131,7 @@ def test_feeds_that_do_not_fit_are_explained(exported, fixed_batch):
 
 @pytest.mark.slow  # loads TensorFlow in a fresh process
 @BOTH_WAYS
-def test_py_function_works_in_process_but_not_in_a_fresh_one(tmp_path, process):
+def test_py_function_works_in_process_but_is_refused_before_a_fresh_one_loads_it(tmp_path, process):
     class Leaky(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
         def f(self, x):
@@ -142,7 +142,7 @@ def test_py_function_works_in_process_but_not_in_a_fresh_one(tmp_path, process):
     tf.saved_model.save(module, str(tmp_path / "leaky"), signatures={"serving_default": module.f})
     same_process = tf.saved_model.load(str(tmp_path / "leaky"))
     assert same_process.signatures["serving_default"](x=tf.ones((1, 4)))["y"].numpy().sum() == 8.0
-    with pytest.raises(AssertionError, match="EagerPyFunc.*Could not find callback"):
+    with pytest.raises(AssertionError, match="cannot be loaded by the grader: its functions use EagerPyFunc"):
         sm.call_signature(tmp_path / "leaky", "serving_default", {"x": np.ones((1, 4), np.float32)})
 
 
@@ -239,3 +239,72 @@ def test_check_export_also_calls_the_other_signatures(tmp_path):
     with pytest.raises(AssertionError, match="register the same function as 'predict' too"):
         sm.check_export(same, "classify", also=("predict",), inputs=spec, outputs=outs,
                         reference=reference, batches=batches(3), loaders=("function",))
+
+
+# --- a learner's SavedModel never runs with the grader's rights ------------------------------
+
+class Planted(Classifier):
+    """The classifier with one more output: ``reads`` holds a course file's bytes, or the function
+    writes a marker outside its folder."""
+
+    def __init__(self, read: str | None = None, write: str | None = None):
+        super().__init__()
+        self.read, self.write = read, write
+
+    def _classify(self, features):
+        out = super()._classify(features)
+        if self.write:
+            tf.io.write_file(self.write, tf.strings.reduce_join(tf.io.matching_files(str(SOLUTIONS / "*" / "*.ipynb"))))
+        if self.read:
+            out["reads"] = tf.io.read_file(self.read)
+        return out
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    base = tmp_path_factory.mktemp("planted")
+    course_file = str(SOLUTIONS / "08_deployment" / "08_deployment.ipynb")
+    marker = base / "outside" / "marker.txt"
+    marker.parent.mkdir()
+    paths = {}
+    for name, module in (("reads", Planted(read=course_file)), ("writes", Planted(write=str(marker)))):
+        paths[name] = base / name
+        tf.saved_model.save(module, str(paths[name]), signatures={"classify": module.classify})
+    return paths, marker
+
+
+@pytest.fixture
+def in_the_judge(monkeypatch):
+    """As in the judge: the fresh process is confined."""
+    monkeypatch.setattr(clean_subprocess, "CONFINE", True)
+
+
+@pytest.mark.slow  # loads TensorFlow in a fresh process
+@BOTH_WAYS
+def test_a_planted_savedmodel_is_refused_before_it_is_loaded(planted, in_the_judge, process, monkeypatch):
+    paths, marker = planted
+    started = []
+    monkeypatch.setattr(clean_subprocess, "run_new_interpreter", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(fresh_python, "run_module", lambda *a, **k: started.append(a))
+    for name, word in (("reads", "ReadFile"), ("writes", "WriteFile")):
+        with pytest.raises(AssertionError, match=f"cannot be loaded by the grader: its functions use .*{word}"):
+            sm.check_export(paths[name], "classify", inputs={"features": ("float32", [None, 4])}, outputs=None,
+                            reference=reference, batches=batches(2))
+    assert started == [], "a process was started for a refused SavedModel"
+    assert not marker.exists()
+
+
+@pytest.mark.slow  # loads TensorFlow in a fresh (confined) process
+@BOTH_WAYS
+def test_behind_the_op_check_the_loader_is_shut_in(planted, in_the_judge, process, monkeypatch):
+    """The second wall alone (the op check switched off): the confined loader runs the planted
+    functions, and they find no course file and write nothing the machine keeps."""
+    from autograder.checks import graph_guard
+
+    paths, marker = planted
+    monkeypatch.setattr(graph_guard, "refuse_unsafe_savedmodel", lambda export_dir: None)
+    with pytest.raises(AssertionError, match="NotFoundError"):
+        sm.call_signature(paths["reads"], "classify", batches(2))
+    run = sm.call_signature(paths["writes"], "classify", batches(2))
+    np.testing.assert_allclose(run.outputs[0]["probabilities"], reference(batches(2)[0])["probabilities"], rtol=1e-5)
+    assert not marker.exists(), "the planted SavedModel wrote outside the confined process"
