@@ -97,10 +97,11 @@ def grade_ids(notebook: Path) -> set[str] | None:
     """The nbgrader ``grade_id``s of ``notebook``'s cells, or None when it cannot be read as a
     notebook of a sane size (the sandbox then says what is wrong with it)."""
     try:
-        if notebook.stat().st_size > sandbox.MAX_NOTEBOOK_BYTES:
-            return None
+        info = notebook.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > sandbox.MAX_NOTEBOOK_BYTES:
+            return None  # a FIFO would block the grader; the sandbox refuses a huge one
         cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError, MemoryError):
         return None
     ids = set()
     for cell in cells if isinstance(cells, list) else []:

@@ -548,3 +548,14 @@ def test_rostered_students_without_a_submission_get_a_missing_zero(tmp_path, fak
     assert [line[-1] for line in canvas[2:]] == ["3", "3", "0"]  # alice, bob, zed
     assert "missing" in grade.summary_table(rows).splitlines()[0]
     assert grade.summary_table(rows).splitlines()[1].split()[1:6] == ["2", "0", "0", "1", "0"]
+
+
+@pytest.mark.parametrize("content", [b"{}", b"[1, 2]", b"not json", b"[" * 100_000, b'{"cells": 3}',
+                                     b'{"cells": [1, {"metadata": []}, {"metadata": {"nbgrader": {"grade_id": 7}}}]}'])
+def test_grade_ids_of_a_broken_notebook_tell_nothing(tmp_path, content):
+    """The grader reads a submission's grade_ids itself: no malformed notebook may raise there
+    (the sandbox reports what is wrong with it)."""
+    path = tmp_path / "tiny.ipynb"
+    path.write_bytes(content)
+    assert grade.grade_ids(path) in (None, set())
+    assert grade.other_exercise(grade.grade_ids(path), "tiny", {"tiny": {"answer-double"}}) == ""
