@@ -133,12 +133,13 @@ def other_exercise(ids: set[str] | None, assignment: str, known: dict[str, set[s
 
 
 def _known_grade_ids(source_root: Path) -> dict[str, set[str]]:
-    """Each assignment of the source folder: the grade_ids of its source notebook."""
+    """Each assignment of the source folder (a ``<name>/<name>.ipynb``): the grade_ids of its
+    source notebook (none when it cannot be read: loading it then says why, as a usage error)."""
     known = {}
     for folder in sorted(p for p in source_root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        ids = grade_ids(folder / f"{folder.name}.ipynb")
-        if ids is not None:
-            known[folder.name] = ids
+        notebook = folder / f"{folder.name}.ipynb"
+        if notebook.is_file():
+            known[folder.name] = grade_ids(notebook) or set()
     return known
 
 
