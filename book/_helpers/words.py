@@ -47,6 +47,13 @@ def speed_word(speedup: float, *, tolerance: float = SAME_SPEED, faster: str = "
     return same
 
 
+def speed_phrase(speedup: float, baseline: str, *, tolerance: float = SAME_SPEED) -> str:
+    """"faster than X", "slower than X" or "about as fast as X" for a speedup over ``baseline``
+    (the tolerance of :func:`speed_word`)."""
+    word = speed_word(speedup, tolerance=tolerance)
+    return f"{word} as {baseline}" if word == "about as fast" else f"{word} than {baseline}"
+
+
 def cost_words(cost: float, *, noise: float, unit: str = "ms", digits: int = 0) -> str:
     """A one-off cost (a compile, a start-up) in words, against the noise of its measurement.
 
@@ -83,6 +90,18 @@ def trend_word(values: Sequence[float], *, tolerance: float = FLAT) -> str:
     if all(b <= a for a, b in pairs):
         return "shrinks"
     return "varies"
+
+
+def growth_words(first: float, last: float, *, tolerance: float = FLAT) -> str:
+    """"grows" or "does not grow", with the factor: how a measured time moved from the
+    smallest case to the largest ("grows (15.5x)", "does not grow (0.89x)").
+
+    Grows when ``last`` is more than ``1 + tolerance`` times ``first``."""
+    start, end = _number(first, "first"), _number(last, "last")
+    if start <= 0:
+        raise ValueError(f"first must be positive to compare growth against it, not {start}")
+    factor = end / start
+    return f"{'grows' if factor > 1 + tolerance else 'does not grow'} ({factor:.2f}x)"
 
 
 def guard(holds: bool, sentence: str) -> str:
