@@ -31,7 +31,7 @@ EXAMPLES = """examples:
                                                    re-check one part
   python -m autograder grade submitted/ --out graded/   grade a class (nbgrader layout)
   python -m autograder grade submitted/ --out graded/ --scheduler tcp://HOST:8786
-                                                   the same on a Dask cluster (README: Grading on a cluster)
+                                                   the same on a Dask cluster (the book: Grading on a cluster)
   python -m autograder report graded/              where the class fails: graded/report.html
   python -m autograder gradescope 04_xla --out 04_xla.zip --hidden-visibility after_published
 """

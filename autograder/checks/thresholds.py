@@ -18,7 +18,7 @@ project: the GPU rows are conservative values from published behaviour, marked
 then take about half the measured ratio).
 
 ``benchmarks/reliability.py`` checks the margins: on the build machine
-(2026-11-30, one core kept busy, load average 5-8 from other jobs)
+(one core kept busy, load average 5-8 from other jobs)
 graph_vs_eager, xla_fused_chain, tfdata_parallel_prefetch and
 tfdata_batch_before_map passed 20 of 20 runs each and their slow mistakes 0
 of 20 (``--only`` those four; rows added later cite their own runs).
@@ -128,9 +128,9 @@ THRESHOLDS: dict[str, dict[str, float | None]] = {
         # Not graded on CPU: most CPUs emulate 16-bit matmuls and get slower.
         # (The build machine has AMX-BF16 and measured 2.2x with
         # mixed_bfloat16, so a learner's laptop and the build would disagree.)
-        # Chapter 3 re-measures it at each build: 2.0x (95% interval 1.9x-2.2x)
-        # on 2026-11-30, with bfloat16 512x512 matmuls 1.7x and float16 ones
-        # 0.9x; kept ungraded for the laptop reason above.
+        # Chapter 3 re-measures it at each build (on the build machine: 2.0x,
+        # 95% interval 1.9x-2.2x, with bfloat16 512x512 matmuls 1.7x and
+        # float16 ones 0.9x); kept ungraded for the laptop reason above.
         "cpu": None,
         # On GPU profiles exercise 3 part 4 uses this row as the floor its
         # hidden reference's speedup must reach (the learner needs 0.5 of
@@ -155,14 +155,14 @@ THRESHOLDS: dict[str, dict[str, float | None]] = {
         # 1.05x; compiling the forward pass only 1.7x-2.0x.  Exercise 4
         # times four steps a call (returning the loss and parameter sums),
         # which measured less: with oneDNN off (TF_ENABLE_ONEDNN_OPTS=0,
-        # 2026-12-01, AMD EPYC Zen 4, 2 cores) 1.7x-2.2x, 95% intervals as
+        # AMD EPYC Zen 4, 2 cores) 1.7x-2.2x, 95% intervals as
         # low as 1.45x-1.90x on a quiet machine, where a floor of 2.0 left
         # the solution "inconclusive".  The floor only says the machine shows
         # XLA's lead at all; the learner needs 0.3 of the grader's measured
-        # speedup (in factors), not this number.  1.3 until 2026-12-02, when
-        # on an AVX2-only AMD EPYC (oneDNN off, two notebooks at a time) the
-        # grader's own step measured 1.53x, 98.5% interval 1.30x-1.82x over 62
-        # trials: the floor left the solution inconclusive again.  Threshold 1.2.
+        # speedup (in factors), not this number.  Not 1.3: on an AVX2-only AMD
+        # EPYC (oneDNN off, two notebooks at a time) the grader's own step
+        # measured 1.53x, 98.5% interval 1.30x-1.82x over 62 trials, which a
+        # floor of 1.3 leaves inconclusive.  Threshold 1.2.
         "cpu": 1.2,
         # Not measured here. The step is memory-bound elementwise work, where
         # fusion also pays on GPUs (fewer kernel launches and HBM round trips):
@@ -184,8 +184,8 @@ THRESHOLDS: dict[str, dict[str, float | None]] = {
         # Threshold 2.5.  (The naive side keeps map_and_batch_fusion on: with
         # it off too, AUTOTUNE alone measured up to 3.6x once, too close.)
         # Since the relative check (exercise 5 part 1, fraction 0.6) this is
-        # the floor the reference must reach; measured side by side on
-        # 2026-11-30 (load average 2): reference 5.4x-7.8x, 8 reads in flight
+        # the floor the reference must reach; measured side by side (load
+        # average 2): reference 5.4x-7.8x, 8 reads in flight
         # 5.0x (margin 1.1 at fraction 0.7, hence 0.6), AUTOTUNE alone 1.9x
         # (margin 0.49 at 0.7), prefetch alone 1.0x.
         "cpu": 2.5,
@@ -203,10 +203,10 @@ THRESHOLDS: dict[str, dict[str, float | None]] = {
         # 4.2x-5.2x with the load average at 11; tf.map_fn over the batch
         # 0.6x-1.0x.  Threshold 2.5.  Since the relative check (exercise 5
         # part 3, fraction 0.4) this is the floor the reference must reach;
-        # measured side by side on 2026-11-30 (load average 2): reference
+        # measured side by side (load average 2): reference
         # 6.0x-10.7x, tf.vectorized_map 3.7x (margin 1.28 at fraction 0.5,
         # hence 0.4), tf.map_fn 1.2x, a NumPy row loop 1.5x (margins 0.45-0.5).
-        # Fraction 0.3 since 2026-12-02: on an AVX2-only AMD EPYC (oneDNN off,
+        # Fraction 0.3, not 0.4: on an AVX2-only AMD EPYC (oneDNN off,
         # two notebooks at a time) tf.vectorized_map, which the specification
         # allows, measured 2.4x against the reference's 7.7x (0.43 of it in
         # factors; margin 1.06 at 0.4, inconclusive after 18 trials); at 0.3

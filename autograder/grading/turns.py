@@ -8,7 +8,9 @@ judge stays warm), and otherwise starts the first assignment nobody is on; only 
 assignment left is taken does it join one (then the workers share the last assignments, so
 none waits while another has a queue).  So side by side runs a mix: on 2 cores, 20 notebooks of
 10 exercises graded 2.5-7.8% faster than in assignment order, in four pairs measured side by
-side (README, stop 46).  :func:`run_in_turns` runs ``fn`` on every item this way in threads.
+side with ``benchmarks/mixed_batch.py`` (its results files are in
+``book/data/results/grading/``).  :func:`run_in_turns` runs ``fn`` on every item this way in
+threads.
 """
 from __future__ import annotations
 

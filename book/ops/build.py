@@ -104,8 +104,8 @@ def nvcc_probe(source: Path, *, relaxed_constexpr: bool, toolchain: Toolchain | 
     compute_80), with or without ``--expt-relaxed-constexpr``; return ``{"returncode",
     "errors", "first_error", "seconds", "cached"}`` (``seconds``: the compile's own, also
     when cached).  The flag's errors are in device code, so the host half of an object
-    compile (g++ over TensorFlow's headers) is not run: on a 2-core AMD EPYC (2026-12-02)
-    the two probes took 12 s and 22 s, against about 41 s and 48 s as objects.  The outcome
+    compile (g++ over TensorFlow's headers) is not run: each probe takes about half the time
+    of an object compile or less (the chapter prints the probe's own ``seconds``).  The outcome
     is cached like a build, so the chapter shows the result of the compile `make ops` ran."""
     import json
 
