@@ -118,7 +118,7 @@ def other_exercise(ids: set[str] | None, assignment: str, known: dict[str, set[s
     each source notebook's grade_ids), or "" when it is, or when that cannot be told (no
     nbgrader cells at all: the sandbox grades it and names the missing answer cells).  Another
     exercise's notebook holds none of this one's ids, or more of another's than of this one's."""
-    if not ids or assignment not in known:
+    if not ids or not known.get(assignment):
         return ""
     own = len(ids & known[assignment])
     best = max(sorted(n for n in known if n != assignment), key=lambda n: len(ids & known[n]), default=None)

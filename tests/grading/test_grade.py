@@ -559,3 +559,13 @@ def test_grade_ids_of_a_broken_notebook_tell_nothing(tmp_path, content):
     path.write_bytes(content)
     assert grade.grade_ids(path) in (None, set())
     assert grade.other_exercise(grade.grade_ids(path), "tiny", {"tiny": {"answer-double"}}) == ""
+
+
+def test_other_exercise_tells_only_what_the_grade_ids_show():
+    known = {"ex1": {"setup", "a1", "t1"}, "ex2": {"setup", "a2", "t2", "t2b"}, "bare": set()}
+    assert grade.other_exercise({"setup", "a1", "t1"}, "ex1", known) == ""
+    assert grade.other_exercise({"setup", "a1"}, "ex1", known) == ""  # an answer cell deleted: still ex1's
+    assert grade.other_exercise({"setup", "a2", "t2"}, "ex1", known).startswith("this is exercise ex2's notebook")
+    assert grade.other_exercise({"mine"}, "ex1", known).startswith("this notebook has none of ex1's cells")
+    assert grade.other_exercise({"setup", "a2"}, "bare", known) == ""  # a source without grade_ids tells nothing
+    assert grade.other_exercise(set(), "ex1", known) == grade.other_exercise(None, "ex1", known) == ""
