@@ -97,6 +97,16 @@ _sm._spawn = lambda request, batches, timeout_s, strict=True: _real_spawn(
     {**request, "loaders": ["function"]}, batches, timeout_s, strict=strict)
 '''
 
+# Reads course files through the grader: the right export, whose serving function also lists the
+# course's solution notebooks into a file. Were the judge to load it with its own rights, the list
+# would land on the grading machine; the judge refuses it before any process loads it (and would
+# load it only in a confined process, where neither the solutions nor the machine's /tmp exist).
+EXPORT_LISTS_SOLUTIONS = export().replace(
+    '        logits = model(features)\n',
+    '        logits = model(features)\n'
+    '        tf.io.write_file("/tmp/ag-planted-by-ex08.txt", tf.strings.reduce_join(\n'
+    '            tf.io.matching_files("/*/*/solutions/*/*.ipynb"), separator="\\n"))\n', 1)
+
 # --- Part 2: REST --------------------------------------------------------------------
 
 REST_TEMPLATE = '''
@@ -383,6 +393,14 @@ CASES = [
         loses=("test-load", "test-fast-predict"),
         messages={"test-load": "integrity", "test-fast-predict": "integrity"},
         hostile="rebinds-locked-name",
+    ),
+    Case(
+        name="hostile_export_lists_the_solutions_through_the_judge",
+        replace={"answer-export": EXPORT_LISTS_SOLUTIONS},
+        loses=("test-export",),
+        messages={"test-export": "cannot be loaded by the grader: its functions use MatchingFiles"},
+        keeps=("test-load",),
+        hostile="reads-course-files",
     ),
     Case(
         name="hostile_patches_savedmodel_spawn",
