@@ -10,8 +10,6 @@ import pytest
 
 from tests.conftest import ROOT, SOLUTIONS
 
-pytestmark = pytest.mark.untimed  # times nothing: it may run beside the book build
-
 
 def run_cli(*args, env=None, timeout=600) -> subprocess.CompletedProcess:
     """``python -m autograder ARGS`` from the checkout, as a user runs it."""

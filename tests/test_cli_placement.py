@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.untimed
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "files" / "logs"

@@ -28,7 +28,6 @@ from autograder.checks import opbuild
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
-pytestmark = pytest.mark.untimed
 
 DIST = "tf-gpu-course-autograder"
 WRONG_DOUBLE = "def double(x):\n    return x\n"

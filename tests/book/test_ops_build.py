@@ -21,10 +21,9 @@ import pytest
 from autograder.checks import opbuild
 from tests.conftest import ROOT
 
-# Untimed, and after the other untimed tests: by then the session's book build has compiled the
-# chapter's libraries, harness and probes into the same cache (or is compiling them: one waits for
-# the other's lock), so the compiles here are mostly cache hits; alone, they compile (about 100 s).
-pytestmark = [pytest.mark.untimed, pytest.mark.book_compiles]
+# The compiles share the book's cache (book/ops/build.py): after the session's book build (the
+# first test of tests/book/ that needs the book builds it) they are mostly cache hits; alone, they
+# compile (about 100 s).
 
 OPS = ROOT / "book" / "ops"
 BUILD_SCRIPT = OPS / "build.py"

@@ -12,7 +12,6 @@ import pytest
 
 from autograder.checks import clean_subprocess as cs
 
-pytestmark = pytest.mark.untimed
 
 # Each planted file writes its marker when (and only when) Python runs it.
 PLANT = "open({marker!r}, 'w').write('ran')\n"

@@ -12,8 +12,6 @@ import pytest
 
 from autograder.checks import distributed as dist
 
-pytestmark = pytest.mark.untimed  # times nothing: it may run beside the book build
-
 
 def _script(tmp_path, body: str):
     path = tmp_path / "worker.py"

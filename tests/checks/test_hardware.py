@@ -8,8 +8,6 @@ import pytest
 
 from autograder.checks import hardware
 
-pytestmark = pytest.mark.untimed
-
 
 @pytest.mark.parametrize("major,name", [(6, "cpu"), (7, "gpu-cc7"), (8, "gpu-cc8"), (9, "gpu-cc9"),
                                         (10, "gpu-cc10"), (12, "gpu-cc10")])

@@ -35,7 +35,6 @@ from autograder.checks.placement import (
     short_device,
 )
 
-pytestmark = pytest.mark.untimed
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "files" / "logs"

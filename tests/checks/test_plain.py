@@ -8,8 +8,6 @@ import pytest
 
 from autograder.checks import plain
 
-pytestmark = pytest.mark.untimed  # times nothing: it may run beside the book build
-
 
 @pytest.mark.parametrize("value", [
     None, True, 0, -3, 2**70, 1.5, float("inf"), "text", b"\x00\xff", [1, [2, "x"]], (1, (2.0,)),

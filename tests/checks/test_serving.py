@@ -10,7 +10,6 @@ import pytest
 from autograder.checks import serving
 from autograder.checks.serving import RequestError, format_response, parse_request
 
-pytestmark = pytest.mark.untimed
 
 tf = pytest.importorskip("tensorflow")
 

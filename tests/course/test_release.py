@@ -8,7 +8,7 @@ import pytest
 from autograder.course.release import generate
 from tests.conftest import EXERCISES, ROOT, SOLUTIONS, assignments
 
-pytestmark = [pytest.mark.slow, pytest.mark.untimed]
+pytestmark = pytest.mark.slow
 
 
 def _files(folder):

@@ -25,8 +25,6 @@ import pytest
 from autograder.course import release
 from tests.conftest import EXERCISES, ROOT, SOLUTIONS, assignments, notebook_for
 
-pytestmark = pytest.mark.untimed
-
 
 def first_code_cell(path: Path):
     nb = nbformat.read(path, as_version=4)

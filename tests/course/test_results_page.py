@@ -15,7 +15,6 @@ from autograder.course.results_files import (ResultsFileError, by_hardware, hard
                                       onednn_label, pair_rows, validate)
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.untimed
 
 PAGE = ROOT / "book" / "hardware.md"
 

@@ -19,7 +19,8 @@ import pytest
 from autograder.grading import feedback, sandbox
 from autograder.grading import notebook as nbtools
 from autograder.grading.check import check_notebook as run_notebook
-from tests.conftest import EXERCISES, SOLUTIONS, assignments, graded_as_a_batch, graded_together, notebook_for
+from tests.conftest import (EXERCISES, SOLUTIONS, assignments, graded_as_a_batch, graded_together, notebook_for,
+                            undecided_speed)
 from tests import wrong_answers
 
 pytestmark = pytest.mark.slow
@@ -125,7 +126,8 @@ def _check_exercise(name: str):
 @pytest.mark.parametrize("name", assignments())
 def test_solution_scores_full_marks(name, request):
     results = graded_together(request, _check_solution)
-    failed = {t.name: t.output for t in results.tests if t.score < t.max_score}
+    undecided = undecided_speed(results, [t.name for t in results.tests])
+    failed = {t.name: t.output for t in results.tests if t.score < t.max_score and t.name not in undecided}
     assert not failed, f"{name}: solution lost points: {json.dumps(failed, indent=1)}"
     assert 3 <= len(results.tests) <= 6, f"{name}: an exercise has 3 to 6 graded parts, found {len(results.tests)}"
     assert results.max_score > 0
@@ -147,7 +149,10 @@ def test_catalogue_case_gets_expected_scores(assignment, case, request, catalogu
     results = _catalogue_results(request, assignment, catalogue_root)[case.name].result()
     expected = case.graded(_points(assignment))
     details = "\n".join(f"{t.name}: {t.score}: {t.output}" for t in results.tests) + f"\nnote: {results.output}"
-    assert {g: s for g, s in _scores(results).items() if g in expected} == expected, details
+    # A part this case must keep (full marks) is excused when load left its speed undecided; one it must lose never.
+    undecided = undecided_speed(results, [g for g, score in expected.items() if score])
+    assert {g: s for g, s in _scores(results).items() if g in expected and g not in undecided} == \
+        {g: s for g, s in expected.items() if g not in undecided}, details
     by_name = results.by_name()
     for gid, text in case.messages.items():
         assert text in by_name[gid].output, f"{gid} feedback lacks {text!r}: {by_name[gid].output}"

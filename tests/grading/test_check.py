@@ -20,7 +20,6 @@ from autograder.grading.results import Results, TestResult
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY, answers
 
-pytestmark = pytest.mark.untimed  # times nothing: it may run beside the book build
 
 # Passes the visible test (double(2) == 4) and fails the hidden one (double(21) == 42):
 # the case otter-grader #138 reports as "All tests passed".

@@ -24,7 +24,6 @@ from autograder.grading.results import Results, TestResult
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
-pytestmark = pytest.mark.untimed
 
 SPEED_SOURCE = ROOT / "tests" / "files" / "hostile" / "speed" / "source"
 HIDDEN_DOUBLE = "assert double(21) == 42"  # the start of a hidden test line of tiny.ipynb
@@ -287,7 +286,9 @@ def test_a_real_graded_batch_is_reported(tmp_path, source):
     report = build_report(out, source=source)
     report_page.write_report(report)
     speeds = {s["student"]: s for s in _csv(out / "report_speedups.csv")}
-    assert speeds["alice"]["status"] == "passed" and float(speeds["alice"]["speedup"]) >= 1.5
+    # A right answer: passed, or left inconclusive by load after grade's second try; never failed.
+    alice = speeds["alice"]
+    assert (alice["status"] == "passed" and float(alice["speedup"]) >= 1.5) or alice["status"] == "inconclusive", alice
     # No faster than the baseline: failed (inconclusive only if the other core is very busy).
     assert speeds["bob"]["status"] in ("failed", "inconclusive") and float(speeds["bob"]["speedup"]) < 1.5
     assert {s["needed"] for s in speeds.values()} == {"1.5"}

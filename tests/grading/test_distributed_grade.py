@@ -27,9 +27,7 @@ import pytest
 from tests.conftest import ROOT, SOLUTIONS, is_sandbox_kernel
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
-# Nothing here grades a timed part (the tiny assignment, exercise 1) and the sleepy answer's 12 s and the
-# Dask start-ups leave a core idle: beside the session's book build, not after it.
-pytestmark = pytest.mark.untimed
+# Nothing here grades a timed part (the tiny assignment, exercise 1).
 EXERCISE = "01_op_logs"  # a real exercise: TensorFlow, placement logs, no timed part (its messages are exact)
 WRONG_DOUBLE = "def double(x):\n    return x\n"
 RELEASED = "# YOUR CODE HERE\nraise NotImplementedError()\n"

@@ -19,8 +19,6 @@ from autograder.grading.results import Results, TestResult
 from tests.conftest import ROOT, is_sandbox_kernel
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
-pytestmark = pytest.mark.untimed  # times nothing: it may run beside the book build
-
 
 def _submit(root, student: str, data: bytes | None = None, assignment: str = "tiny", name: str = "tiny.ipynb"):
     folder = root / student / assignment
@@ -364,6 +362,19 @@ def test_the_suites_batches_give_the_same_second_try():
     assert futures["stuck"].result().tests[0].status == "inconclusive"
     with pytest.raises(RuntimeError, match="grader failed"):
         futures["broken"].result()
+
+
+def test_the_suite_excuses_only_an_undecided_speed_part_that_must_keep_full_marks():
+    """tests.conftest.undecided_speed: a right answer's speed part left inconclusive is excused,
+    with a warning; a failed part, or an inconclusive part not expected at full marks, is not."""
+    from tests.conftest import undecided_speed
+
+    results = Results(tests=[TestResult("test-fast", 0.0, 2.0, "inconclusive: noisy", status="inconclusive"),
+                             TestResult("test-slow", 0.0, 2.0, "inconclusive: noisy", status="inconclusive"),
+                             TestResult("test-values", 0.0, 2.0, "wrong", status="failed")])
+    with pytest.warns(UserWarning, match="test-fast"):
+        assert undecided_speed(results, ["test-fast", "test-values"]) == {"test-fast"}
+    assert undecided_speed(results, []) == set()
 
 
 def test_the_suites_batches_are_handed_out_as_grade_hands_them_out():

@@ -17,8 +17,6 @@ from autograder.errors import UsageError
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
-pytestmark = pytest.mark.untimed  # times nothing: it may run beside the book build
-
 
 def test_zip_has_gradescope_layout(tmp_path):
     path = gradescope.build_zip("tiny", tmp_path / "autograder.zip", source_root=TINY_SOURCE)

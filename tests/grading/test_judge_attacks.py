@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from autograder.grading import sandbox
-from tests.conftest import graded_as_a_batch
+from tests.conftest import graded_as_a_batch, undecided_speed
 
 pytestmark = pytest.mark.slow
 
@@ -254,24 +254,43 @@ def graded(tmp_path_factory):
     # other one 0.5-12 s), so the two workers end together instead of one waiting on the last hang.
     order = sorted(paths, key=lambda name: name not in SLOWEST)
     futures = graded_as_a_batch(order, grade, workers=2)
-    return {name: {t.name: (t.score, t.output) for t in future.result().tests} for name, future in futures.items()}
+    return {name: future.result() for name, future in futures.items()}
+
+
+FULL_MARKS = {"test-values": 2.0, "test-speed": 2.0}
+ZERO = {"test-values": 0.0, "test-speed": 0.0}
+
+
+def _scores(results, excused=()) -> dict[str, float]:
+    return {t.name: t.score for t in results.tests if t.name not in excused}
+
+
+def _details(results) -> dict[str, tuple[float, str]]:
+    return {t.name: (t.score, t.output) for t in results.tests}
+
+
+def _takes_full_marks(results) -> None:
+    """A right answer: full marks on every part, its speed part excused only when load left it
+    undecided after its second try (tests.conftest.undecided_speed)."""
+    undecided = undecided_speed(results, FULL_MARKS)
+    assert _scores(results, undecided) == {k: v for k, v in FULL_MARKS.items() if k not in undecided}, \
+        _details(results)
 
 
 def test_the_right_answer_takes_full_marks(graded):
-    assert {k: v[0] for k, v in graded["right"].items()} == {"test-values": 2.0, "test-speed": 2.0}, graded["right"]
+    _takes_full_marks(graded["right"])
 
 
 def test_placer_lines_on_fd_1_around_the_answers_do_not_cost_marks(graded):
     got = graded["right-amid-placer-noise"]
-    assert {k: v[0] for k, v in got.items()} == {"test-values": 2.0, "test-speed": 2.0}, got
-    assert all("Executing op" not in output for _, output in got.values()), got
+    _takes_full_marks(got)
+    assert all("Executing op" not in t.output for t in got.tests), _details(got)
 
 
 def test_the_wrong_answer_alone_scores_zero(graded):
-    assert {k: v[0] for k, v in graded["wrong"].items()} == {"test-values": 0.0, "test-speed": 0.0}, graded["wrong"]
+    assert _scores(graded["wrong"]) == ZERO, _details(graded["wrong"])
 
 
 @pytest.mark.parametrize("channel", sorted(ATTACKS))
 def test_each_attack_scores_zero_on_the_parts_it_attacks(graded, channel):
-    scores = {k: v[0] for k, v in graded[channel].items()}
-    assert scores == {"test-values": 0.0, "test-speed": 0.0}, graded[channel]
+    assert _scores(graded[channel]) == ZERO, _details(graded[channel])

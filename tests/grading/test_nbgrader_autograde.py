@@ -17,8 +17,8 @@ import pytest
 
 from tests.conftest import SOLUTIONS
 
-# Exercise 6 has no timed part and the cells may take 600 s: it runs beside the session's book build.
-pytestmark = [pytest.mark.slow, pytest.mark.untimed]
+# Exercise 6: no timed part, and its cells may take 600 s.
+pytestmark = pytest.mark.slow
 ASSIGNMENT = "06_autograph"
 
 

@@ -30,8 +30,7 @@ from autograder.grading import grade
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
-# The tiny course: no timed part, so it runs beside the session's book build.
-pytestmark = pytest.mark.untimed
+# The tiny course.
 COURSE_ID = "tinycourse"
 STUDENT = "alice"
 HIDDEN = ("zebra-hidden-marker", "okapi-hidden-marker", "double(21)")

@@ -13,7 +13,6 @@ import pytest
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY, TINY_SOURCE, answers
 
-pytestmark = pytest.mark.untimed  # times nothing: it may run beside the book build
 
 WRONG_DOUBLE = "def double(x):\n    return x + 1\n"
 

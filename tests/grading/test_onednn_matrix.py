@@ -18,7 +18,7 @@ import pytest
 from autograder.checks.hardware import ONEDNN_ENV, onednn_status
 from autograder.grading import notebook as nbtools
 from autograder.grading import pipeline
-from tests.conftest import EXERCISES, SOLUTIONS, assignments, graded_together, notebook_for
+from tests.conftest import EXERCISES, SOLUTIONS, assignments, graded_together, notebook_for, undecided_speed
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,8 @@ def other_setting(monkeypatch):
 def test_solution_scores_full_marks_with_the_other_onednn_setting(name, other_setting, request):
     results = graded_together(request, lambda n: check_notebook(notebook_for(SOLUTIONS, n)))
     assert _graded_with(results) is other_setting, f"the kernel ran with oneDNN {_graded_with(results)}"
-    failed = {t.name: t.output for t in results.tests if t.score < t.max_score}
+    undecided = undecided_speed(results, [t.name for t in results.tests])
+    failed = {t.name: t.output for t in results.tests if t.score < t.max_score and t.name not in undecided}
     assert not failed, f"{name} with {ONEDNN_ENV}={OTHER}: solution lost points: {json.dumps(failed, indent=1)}"
     assert results.tests and results.max_score > 0
 

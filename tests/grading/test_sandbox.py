@@ -11,7 +11,6 @@ from autograder.checks import opbuild
 from autograder.grading import pipeline, sandbox
 from tests.files.hostile.catalogue import TINY, TINY_SOURCE, answers
 
-pytestmark = pytest.mark.untimed
 
 DATA = [TINY.parent / "data.txt"]
 

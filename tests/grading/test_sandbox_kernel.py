@@ -9,8 +9,6 @@ import pytest
 
 from autograder.grading.sandbox_kernel import kernel_manager_class, ready_client_class
 
-pytestmark = pytest.mark.untimed
-
 
 class _Channel:
     def __init__(self, messages):

@@ -3,7 +3,7 @@
 Both once scanned all of /proc (psutil's ``children(recursive=True)``) on every tick and twice on
 every freeze; with the per-submission cgroups they read the cgroup's files instead.  Each test runs
 in a child Python, so that freezing "every process under this worker" cannot reach pytest's own
-children (the helper lane, the book build)."""
+children (a book build, a zygote)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,6 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.untimed
 
 # Counts psutil's tree scans, then runs the scenario given as the script's body.
 PRELUDE = """

@@ -3,11 +3,7 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from autograder.grading.turns import Turns, run_in_turns
-
-pytestmark = pytest.mark.untimed  # times nothing: it may run beside the book build
 
 
 def _batch(**copies: int) -> list[tuple[str, int]]:

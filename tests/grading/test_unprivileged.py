@@ -21,7 +21,7 @@ import pytest
 from tests.conftest import ROOT, SOLUTIONS
 from tests.files.hostile.catalogue import READ_COURSE, _bytes, _solved
 
-pytestmark = [pytest.mark.slow, pytest.mark.untimed]
+pytestmark = pytest.mark.slow
 USER = "autograder-instructor"
 
 

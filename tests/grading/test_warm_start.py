@@ -11,13 +11,11 @@ import textwrap
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from autograder.grading import sandbox, warm_start
 from tests.conftest import ROOT, still_running
 from tests.files.hostile.catalogue import TINY, answers
 
-pytestmark = pytest.mark.untimed
 
 LIMITS = sandbox.Limits(cell_timeout_s=120, notebook_timeout_s=400)
 

@@ -108,7 +108,6 @@ __import__("autograder.checks.probe", fromlist=["judge_here"]).judge_here(__ag_j
 '''
 
 
-@pytest.mark.untimed
 @pytest.mark.parametrize("kernels", ["warm", "cold"])
 def test_what_a_hidden_test_makes_in_tempfile_is_removed_with_its_judge(monkeypatch, kernels):
     """A judge outlives a submission: a hidden test's temporary folders (exercise 9 copies every
@@ -147,7 +146,6 @@ __import__("autograder.checks.probe", fromlist=["judge_here"]).judge_here(__ag_j
 '''
 
 
-@pytest.mark.untimed
 def test_a_judge_that_stops_removes_its_fresh_process_zygotes_folder(monkeypatch):
     from pathlib import Path
 
@@ -206,7 +204,6 @@ def test_the_sweep_removes_abandoned_judges_only(tmp_path):
         assert (tmp_path / f"{folder.name}.log").is_file()
 
 
-@pytest.mark.untimed
 def test_a_live_judges_folder_is_never_swept(monkeypatch, tmp_path):
     import tempfile
 

@@ -18,7 +18,6 @@ from autograder.checks import clean_subprocess
 from autograder.judge import fresh_python
 from tests.conftest import ROOT, still_running
 
-pytestmark = pytest.mark.untimed
 FACTS = "tests.files.fresh.facts"
 
 

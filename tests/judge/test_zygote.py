@@ -18,7 +18,6 @@ from autograder import forking
 from autograder.judge import client
 from tests.conftest import ROOT, still_running
 
-pytestmark = pytest.mark.untimed
 
 # A hidden test that prints what the judge process is.
 FACTS = '''
