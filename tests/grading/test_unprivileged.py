@@ -89,3 +89,15 @@ def test_a_normal_user_grades_a_class_in_a_private_sandbox(clone):
     sandbox = snooped["extra_data"]["sandbox"]
     assert sandbox.get("user") == "unprivileged user namespace", sandbox
     assert sandbox["hidden"] == ["everything not on the allowlist"], sandbox
+
+
+def test_a_normal_users_judge_refuses_and_shuts_in_a_planted_savedmodel(clone):
+    """As a normal user (an unprivileged user namespace, not root): the planted SavedModels are
+    refused before they load, a confined process sees only its allowlist, and behind the op check
+    the loader is shut in (tests/test_isolation.py and the planted cases of tests/checks/test_savedmodel.py,
+    run by that user in the user's clone)."""
+    course, venv = clone
+    run = _as_user(f"{venv}/bin/python -m pytest -q -p no:cacheprovider tests/test_isolation.py "
+                   "tests/checks/test_savedmodel.py -k 'confined or planted or shut_in'", timeout=900, cwd=course)
+    assert run.returncode == 0, f"{run.stdout[-3000:]}\n{run.stderr[-2000:]}"
+    assert " passed" in run.stdout and " failed" not in run.stdout, run.stdout[-2000:]
