@@ -37,6 +37,19 @@ def write(proc: subprocess.Popen, line: str) -> None:
     proc.stdin.flush()
 
 
+def submission_digest(prepared) -> str:
+    """What names a submission's code for the judge's draws: a digest of every cell it runs, in
+    order (the restored cells are the same for everyone, so it changes with the answers only).
+    The same notebook gets the same hidden inputs at every regrade."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for cell in prepared.cells:
+        digest.update(cell.get("source", "").encode("utf-8", "replace"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
 class _WorkerGone(Exception):
     """The worker stopped (or sent something else) while the judge waited for a probe."""
 
@@ -60,7 +73,8 @@ def judge_part(proc: subprocess.Popen, lines: queue.Queue, prepared, test, judge
     if test.pending:
         return verdict.decide(test.grade_id, points, pending=test.pending)
     try:
-        found = judge.judge(test.grade_id, prepared.judged[test.grade_id], relay, deadline)
+        found = judge.judge(test.grade_id, prepared.judged[test.grade_id], relay, deadline,
+                            submission=submission_digest(prepared))
     except (TimeoutError, queue.Empty):
         return verdict.decide(test.grade_id, points, failure="the notebook's time ran out while this part was judged")
     except _WorkerGone as exc:

@@ -120,11 +120,12 @@ class Judge:
         return self.locked_errors
 
     def judge(self, grade_id: str, source: str, relay: Callable[[p.Probe], p.ProbeResult],
-              deadline: float) -> p.Verdict:
-        """Judge one part; ``relay`` runs a probe in the learner's kernel.  TimeoutError past ``deadline``."""
+              deadline: float, submission: str = "") -> p.Verdict:
+        """Judge one part; ``relay`` runs a probe in the learner's kernel.  TimeoutError past ``deadline``.
+        ``submission`` (a digest of the submission's code) seeds the hidden test's draws."""
         self.wait_ready(deadline)
         self.in_step = False
-        self._send(p.Part(grade_id, source))
+        self._send(p.Part(grade_id, source, submission))
         while True:
             message = self._next(deadline, p.Probe, p.Verdict)
             if isinstance(message, p.Verdict):

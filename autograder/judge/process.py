@@ -73,17 +73,53 @@ def _fresh_folder():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def judge_part(source: str, base: dict, grade_id: str) -> p.Verdict:
-    """Run one hidden test in a copy of ``base`` and a fresh working folder; the verdict and
-    what it printed.  Nothing of one part (or one submission) is left for the next."""
+@contextlib.contextmanager
+def seeded_draws(seed: str):
+    """Within: every generator a hidden test makes without a seed (``numpy.random.default_rng()``),
+    NumPy's and Python's global generators and TensorFlow's global seed are drawn from ``seed``, so
+    a regrade of the same submission draws the same hidden inputs.  ``seed`` joins the hidden test
+    (which the learner never sees) and the submission's digest: no learner can know the draws."""
+    import hashlib
+    import itertools
+    import random
+
+    import numpy
+
+    counter = itertools.count()
+    real = numpy.random.default_rng
+
+    def derived(label: str) -> int:
+        return int.from_bytes(hashlib.sha256(f"{seed}\0{label}".encode()).digest()[:8], "big")
+
+    def default_rng(seed_arg=None):
+        return real(derived(f"rng{next(counter)}") if seed_arg is None else seed_arg)
+
+    numpy.random.default_rng = default_rng
+    numpy.random.seed(derived("numpy") % 2**32)
+    random.seed(derived("random"))
+    if "tensorflow" in sys.modules:
+        sys.modules["tensorflow"].random.set_seed(derived("tensorflow") % 2**31)
+    try:
+        yield
+    finally:
+        numpy.random.default_rng = real
+
+
+def judge_part(source: str, base: dict, grade_id: str, submission: str = "") -> p.Verdict:
+    """Run one hidden test in a copy of ``base`` and a fresh working folder, its draws seeded from
+    the hidden test and ``submission`` (:func:`seeded_draws`); the verdict and what it printed.
+    Nothing of one part (or one submission) is left for the next."""
+    import hashlib
+
     namespace = dict(base)
     printed = io.StringIO()
     if "tensorflow" in sys.modules:  # a learner's graph is checked before the judge imports it
         from autograder.checks import graph_guard
 
         graph_guard.install()
+    seed = hashlib.sha256(f"{grade_id}\0{source}\0{submission}".encode()).hexdigest()
     try:
-        with _fresh_folder(), contextlib.redirect_stdout(printed):
+        with _fresh_folder(), contextlib.redirect_stdout(printed), seeded_draws(seed):
             exec(compile(source, f"<hidden test {grade_id}>", "exec"), namespace)
     except Exception as exc:
         status, message = _message(exc)
@@ -146,7 +182,7 @@ def main() -> int:
             message = p.decode(line, p.Part, p.Stop)
             if isinstance(message, p.Stop):
                 return 0
-            out.write(p.encode(judge_part(message.source, base, message.grade_id)))
+            out.write(p.encode(judge_part(message.source, base, message.grade_id, message.submission)))
     finally:
         fresh_python.close()  # its zygote, and the zygote's folder in the judge's temporary folder
 

@@ -48,9 +48,11 @@ class Ready:
 
 @dataclass(frozen=True)
 class Part:
-    """Judge this part: ``source`` is its hidden test (a ``__ag_judge`` function)."""
+    """Judge this part: ``source`` is its hidden test (a ``__ag_judge`` function); ``submission``
+    names the submission's code (a digest), from which the judge seeds its hidden draws."""
     grade_id: str
     source: str
+    submission: str = ""
 
 
 @dataclass(frozen=True)

@@ -28,3 +28,27 @@ def test_what_a_hidden_test_raises_decides_the_verdict():
     assert raised.status == "failed" and "not answered yet" in raised.message
     assert process.judge_part("raise SpeedInconclusive('inconclusive: noisy')", base, "g").status == "inconclusive"
     assert process.judge_part("1 / 0", base, "g").message.startswith("ZeroDivisionError")
+
+
+DRAWS = """
+import random
+import numpy as np
+rng = np.random.default_rng()
+print([int(rng.integers(0, 10**9)), int(np.random.default_rng().integers(0, 10**9)),
+       int(np.random.randint(0, 10**9)), random.randrange(10**9), int(np.random.default_rng(7).integers(0, 10**9))])
+"""
+
+
+def test_a_hidden_tests_draws_are_the_same_at_every_regrade_of_a_submission():
+    import numpy as np
+
+    first = process.judge_part(DRAWS, {}, "test-x", submission="a1").message
+    assert process.judge_part(DRAWS, {}, "test-x", submission="a1").message == first
+    values = eval(first)  # noqa: S307  (the list printed above)
+    assert len(set(values[:4])) == 4, "each unseeded generator draws its own stream"
+    assert values[4] == int(np.random.default_rng(7).integers(0, 10**9)), "a seed the test gives is kept"
+    others = [eval(process.judge_part(DRAWS, {}, gid, submission=s).message)
+              for gid, s in (("test-x", "a2"), ("test-y", "a1"))]
+    assert all(o[:4] != values[:4] for o in others), "another submission or another part draws otherwise"
+    assert np.random.default_rng is not None and np.random.default_rng.__module__.startswith("numpy"), \
+        "the judge's own default_rng is restored after the part"
