@@ -29,8 +29,9 @@ Refused (CPython 3.11 audit events; the event table in the ``sys`` docs):
   themselves, which is allowed;
 * reading a traceback's, generator's, coroutine's or async generator's frame
   (``tb_frame``, ``gi_frame``, ``cr_frame``, ``ag_frame``: the ``object.__getattr__``
-  event) from learner code, so ``traceback.format_exc()`` in a notebook is refused
-  too (``logging.exception`` is not);
+  event) from learner code, ``traceback.walk_tb`` and ``walk_stack`` included; the
+  traceback module's text-only functions (``format_exc``, ``print_exception``...:
+  :data:`TEXT_ONLY_TRACEBACK`) may read them for anyone, since they give back no frame;
 * every ``ctypes.*`` event (``dlopen``, ``dlsym``, ``addressof``, ``cdata``
   (``from_address``), ``string_at``, ``call_function``...) from learner code;
 * ``sys.settrace``, ``sys.setprofile`` (and so ``threading.settrace`` once a
@@ -97,6 +98,13 @@ FORWARDER_FILES = frozenset({"inspect.py", "traceback.py", "functools.py", "cont
 FORWARDER_DIRS = ("ctypes", os.path.join("concurrent", "futures"), "asyncio", "importlib")
 FORWARDER_FROZEN = frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>",
                               "<frozen zipimport>", "<frozen runpy>"})
+#: The traceback module's functions that read a traceback's frames and give back only text
+#: (formatted or printed lines, line summaries without locals).  A frame read made for one of them
+#: is allowed whoever called it: ``traceback.format_exc()`` in a notebook, or TensorFlow formatting
+#: an error from C (a ``tf.data`` generator whose thread pool raised), is no attack.  ``walk_tb``,
+#: ``walk_stack`` and ``TracebackException(capture_locals=True)`` hand back frames or locals: refused.
+TEXT_ONLY_TRACEBACK = frozenset({"format_exc", "format_exception", "format_exception_only", "print_exc",
+                                 "print_exception", "print_tb", "format_tb", "extract_tb", "print_last"})
 LEARNER, FORWARDER, TRUSTED = 0, 1, 2
 _MAX_RECORDED = 20
 
@@ -124,7 +132,26 @@ class _Judge:
         self.trusted = tuple(trusted_folders())
         self.learner = tuple(_prefix(d) for d in learner_dirs if d)
         self.stdlib = _prefix(sysconfig.get_paths()["stdlib"])
+        self.traceback_file = self.stdlib + "traceback.py"
         self.kinds: dict[str, int] = {}
+        self.paths: dict[str, str] = {}
+
+    def is_traceback_module(self, filename: str) -> bool:
+        path = self.paths.get(filename)
+        if path is None:
+            path = self.paths[filename] = os.path.realpath(filename)
+        return path == self.traceback_file
+
+    def formats_text(self, frame: Any) -> bool:
+        """Whether this frame read is the traceback module's, for one of its functions that give
+        back text only (:data:`TEXT_ONLY_TRACEBACK`), asked without ``capture_locals``."""
+        outermost = None
+        while frame is not None and self.is_traceback_module(frame.f_code.co_filename):
+            if frame.f_locals.get("capture_locals"):
+                return False
+            outermost = frame.f_code.co_name
+            frame = frame.f_back
+        return outermost in TEXT_ONLY_TRACEBACK
 
     def looks_trusted(self, filename: Any) -> bool:
         """A file name that would make code count as trusted."""
@@ -232,6 +259,8 @@ def _refusal(judge: _Judge, event: str, args: tuple, frame: Any) -> str | None:
             and frame.f_code.co_filename.startswith("<frozen importlib."):
         return None  # an import: sources and .pyc files of the installation (see "open")
     if not _worth_a_look(judge, event, args):
+        return None
+    if event == "object.__getattr__" and judge.formats_text(frame):
         return None
     effective, anywhere = judge.caller(frame)
     if effective == LEARNER or (event == "gc.get_objects" and anywhere):

@@ -69,6 +69,11 @@ ATTACKS = {
     "frozen_name": "attempt('x', lambda: compile('1', '<frozen os>', 'exec'))",
     "thread_target": ("import gc, threading\nt = threading.Thread(target=gc.get_objects)\n"
                       "t.start(); t.join()\nresults['x'] = 'see recorded'"),
+    "walk_tb": ("import traceback\ndef caught():\n    try:\n        1 / 0\n    except ZeroDivisionError as exc:\n"
+                "        return next(traceback.walk_tb(exc.__traceback__))[0].f_back\nattempt('x', caught)"),
+    "capture_locals": ("import traceback\ndef caught():\n    try:\n        1 / 0\n    except ZeroDivisionError as e:\n"
+                       "        return traceback.TracebackException(type(e), e, e.__traceback__, capture_locals=True)\n"
+                       "attempt('x', caught)"),
     "mock_patch": ("from unittest import mock\n"
                    "def patch():\n    with mock.patch.object(json.dumps, '__defaults__', ()):\n        pass\n"
                    "attempt('x', patch)"),
@@ -124,6 +129,18 @@ def test_what_libraries_and_learners_legitimately_do_still_works(tmp_path):
         import helper
         attempt('own module', helper.run)
         attempt('class attribute', lambda: setattr(json.JSONEncoder, 'extra', 1))
+        import io, threading
+        def printed_error():
+            try:
+                1 / 0
+            except ZeroDivisionError as exc:
+                text = traceback.format_exc() + "".join(traceback.format_exception(exc))
+                traceback.print_exc(file=io.StringIO())
+                # formatted by a thread of a pool (as from C: no learner frame under it)
+                worker = threading.Thread(target=traceback.print_exception, args=(exc,), kwargs={"file": io.StringIO()})
+                worker.start(), worker.join()
+                return text
+        attempt('format and print an error', printed_error)
     """, files={"helper.py": "def run():\n    return 1\n"})
     assert set(found["results"].values()) == {"allowed"}, found
     assert found["recorded"] == []
@@ -169,3 +186,22 @@ def test_trusted_folders_hold_the_installation_and_this_package():
     folders = kernel_guard.trusted_folders()
     assert any(Path(kernel_guard.__file__).resolve().is_relative_to(f) for f in folders)
     assert any(Path(json.__file__).resolve().is_relative_to(f) for f in folders)
+
+
+@pytest.mark.slow  # imports TensorFlow in a fresh interpreter
+def test_a_thread_pool_inside_a_tf_data_generator_is_not_refused(tmp_path):
+    """Reads in a ``concurrent.futures`` pool inside ``Dataset.from_generator``: TensorFlow formats the
+    generator's end from C with the traceback module, which reads the frames; honest code, not refused."""
+    found = run_learner(tmp_path, """
+        import concurrent.futures, os
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        import numpy as np
+        import tensorflow as tf
+        def gen():
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                yield from pool.map(np.float32, range(8))
+        ds = tf.data.Dataset.from_generator(gen, output_signature=tf.TensorSpec([], tf.float32)).batch(4)
+        results['batches'] = [b.numpy().tolist() for b in ds]
+    """)
+    assert found["results"]["batches"] == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]
+    assert found["recorded"] == [], found
