@@ -32,9 +32,13 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP)
 	$(BIN)/python book/build_book.py build . --builder html -W -n --keep-going
 
+# The whole suite, plain pytest in one process; the first test that needs the built book builds it
+# as `make book` does (after a `make book`, that build is a cached re-render).
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# The contributor's loop: the suite without the tests marked `slow` (whole notebooks, the book build,
+# compiles, TensorFlow in fresh processes).
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
 

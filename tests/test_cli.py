@@ -61,6 +61,7 @@ def test_doctor_with_injected_gpu_profile():
     assert all(item["runs"] for item in report["checks"])
 
 
+@pytest.mark.slow  # TensorFlow in two fresh processes per setting
 @pytest.mark.parametrize("setting", ["0", "1"])
 def test_doctor_says_whether_onednn_is_on_and_why(setting):
     """Both settings, in fresh processes, whatever this CPU's default."""

@@ -163,6 +163,7 @@ def installed(tmp_path_factory):
     return {"python": python, "venv": base / "venv", "work": work, "where": where, "project": project}
 
 
+@pytest.mark.slow  # installs the package into a fresh venv and grades with it
 def test_installed_package_checks_and_grades_outside_the_checkout(installed, tmp_path):
     python, venv, work = installed["python"], installed["venv"], installed["work"]
     _assert_installed_here(installed["where"], installed["project"])
@@ -189,6 +190,7 @@ def test_installed_package_checks_and_grades_outside_the_checkout(installed, tmp
     assert "hidden-marker" not in json.dumps(data)
 
 
+@pytest.mark.slow  # installs the package into a fresh venv and grades with it
 def test_gradescope_zip_from_an_installed_package_installs_and_grades(installed, tmp_path):
     python, venv, work = installed["python"], installed["venv"], installed["work"]
     zip_path = tmp_path / "autograder.zip"

@@ -216,25 +216,30 @@ def placement_facts():
     return json.loads(line[len("FACTS "):])
 
 
+@pytest.mark.slow  # runs TensorFlow's placer in a fresh process
 def test_rule_1_an_unpinned_op_goes_to_the_highest_priority_device(placement_facts):
     # Two logical CPUs rank equally, so the first by name; a GPU outranks both.
     expected = ["GPU:0"] if placement_facts["gpus"] else ["CPU:0"]
     assert placement_facts["unpinned"] == expected
 
 
+@pytest.mark.slow  # runs TensorFlow's placer in a fresh process
 def test_rule_1_this_build_has_gpu_kernels_for_math_and_none_for_string_ops(placement_facts):
     assert placement_facts["gpu_kernels"] == {"MatMul": True, "ReadVariableOp": True, "StringFormat": False}
 
 
+@pytest.mark.slow  # runs TensorFlow's placer in a fresh process
 def test_rule_2_resource_ops_follow_the_resource_not_the_scope(placement_facts):
     assert placement_facts["eager_read"] == ["CPU:1"]
     assert placement_facts["graph_read"] == ["CPU:1"]
 
 
+@pytest.mark.slow  # runs TensorFlow's placer in a fresh process
 def test_rule_3_gpu_kernels_keep_int32_in_host_memory(placement_facts):
     assert placement_facts["host_memory"] == {"float32": [], "int32": ["x", "y", "z"]}
 
 
+@pytest.mark.slow  # runs TensorFlow's placer in a fresh process
 def test_rule_4_soft_placement_falls_back_and_hard_placement_fails(placement_facts):
     if placement_facts["gpus"]:
         pytest.skip("/GPU:0 exists here, so a request for it needs no fallback")

@@ -78,6 +78,7 @@ def test_compile_error_names_the_file_and_the_error(tmp_path):
     assert "\n" not in message
 
 
+@pytest.mark.slow  # compiles the op twice
 def test_cached_build_is_reused_and_a_source_change_rebuilds(tmp_path, monkeypatch):
     first = build.build_bias_gelu()
     stamp = first.stat().st_mtime_ns

@@ -211,6 +211,7 @@ def test_a_new_prelude_removes_those_whose_tensorflow_headers_are_gone(tmp_path,
     assert opbuild.prune_preludes(root, keep=root / "alive") == [root / "new"]
 
 
+@pytest.mark.slow  # compiles the op with and without the prelude
 def test_an_op_built_against_the_real_prelude_computes_what_one_built_without_it_does(tmp_path, monkeypatch):
     """g++ for real: the prelude the grader uses (built in the user's cache, as grading does) and
     two builds of one op, with and without it, that must agree."""

@@ -46,12 +46,14 @@ def batch(tmp_path_factory):
     return {row.student: row.results for row in rows}, out
 
 
+@pytest.mark.slow  # grades the hostile batch in sandboxes
 def test_the_batch_grades_every_case(batch):
     results, out = batch
     assert sorted(results) == sorted(c.name for c in CASES)
     assert (out / "grades.csv").read_text().count("\n") == len(CASES) + 1
 
 
+@pytest.mark.slow  # grades the hostile batch in sandboxes
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case_gets_expected_scores_and_messages(batch, case):
     results, _ = batch
@@ -66,6 +68,7 @@ def test_case_gets_expected_scores_and_messages(batch, case):
     assert case.note in got.output, details
 
 
+@pytest.mark.slow  # grades the hostile batch in sandboxes
 def test_no_output_contains_hidden_test_text(batch):
     _, out = batch
     for path in out.rglob("*"):
@@ -74,6 +77,7 @@ def test_no_output_contains_hidden_test_text(batch):
             assert "hidden-marker" not in text, f"{path} quotes a hidden test"
 
 
+@pytest.mark.slow  # grades the hostile batch in sandboxes
 def test_nothing_was_written_outside_the_sandbox(batch):
     _, out = batch
     assert not PROBE_FILE.exists()
@@ -81,6 +85,7 @@ def test_nothing_was_written_outside_the_sandbox(batch):
     assert not os.path.exists("/etc/autograder-pwned")
 
 
+@pytest.mark.slow  # grades the hostile batch in sandboxes
 def test_results_record_the_isolation_in_force(batch):
     results, _ = batch
     info = results["correct-1"].sandbox

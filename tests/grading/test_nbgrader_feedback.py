@@ -78,6 +78,7 @@ def shared_tmp():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow  # nbgrader's release, grade and feedback on a course
 def test_nbgrader_release_and_fetch_feedback_deliver_our_page(shared_tmp):
     uid = _student_uid()
     course, exchange = shared_tmp / "course", shared_tmp / "exchange"

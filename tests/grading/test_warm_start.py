@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from autograder.grading import sandbox, warm_start
 from tests.conftest import ROOT, still_running
@@ -234,6 +235,7 @@ def test_cold_is_chosen_by_the_environment(monkeypatch):
     assert not warm_start.enabled()
 
 
+@pytest.mark.slow  # starts TensorFlow in a fresh process
 def test_the_zygote_forks_before_tensorflow_starts():
     """What the zygote imports must not start TensorFlow's runtime (a GPU's CUDA context cannot
     be shared by forks): it refuses to serve if it has; the check sees a started runtime."""
