@@ -259,6 +259,8 @@ ONE_CLOCK = timer(timed="""    start = time.perf_counter()
 """)
 FIRST_TENSOR_ONLY = timer(done="tf.nest.flatten(result)[0].numpy()")
 MEAN = timer(returned="float(np.mean(times))")
+# 4: the middle element after sorting: the median for an odd count, the upper-middle time for an even one.
+UPPER_MIDDLE = timer(returned="float(sorted(times)[len(times) // 2])")
 # The defaults (2 warm-up calls, 10 timed) whatever the caller asks for.
 IGNORES_ARGUMENTS = timer(warmup_loop="""    for _ in range(2):
         done(fn(*args))
@@ -434,6 +436,13 @@ CASES = [
         loses=("test-train-step", "test-time-per-call", "test-configure-memory"),
         breaks={STEP: 4, TIMING: 4, MEMORY: 4},
         messages={STEP: "optimizer.iterations", TIMING: "not the mean", MEMORY: "ValueError"},
+    ),
+    Case(
+        name="upper_middle_median",
+        replace={"answer-time-per-call": UPPER_MIDDLE},
+        loses=("test-time-per-call",),
+        breaks={TIMING: 4},
+        messages={TIMING: "the median of an even number of times is the mean of the two middle ones"},
     ),
     Case(
         name="optimizer_on_host_swallows_runtime_error",
