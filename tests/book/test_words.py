@@ -113,6 +113,7 @@ USES = {
     "04_xla.md": ["cost_words(", "speed_phrase("],
     "05_tf_data.md": ["guard(", "speed_phrase("],
     "06_autograph.md": ["growth_words(", "guard("],
+    "07_custom_ops.md": ["speed_phrase("],
     "08_deployment.md": ["guard(", "speed_phrase("],
     "09_profiling.md": ["guard("],
 }
