@@ -470,14 +470,15 @@ def _export(args: argparse.Namespace) -> int:
 # --- report ---------------------------------------------------------------------------
 
 REPORT_EPILOG = """examples:
-  python -m autograder report graded/                       graded/report.html and three CSV files
+  python -m autograder report graded/                       graded/report.html and four CSV files
   python -m autograder report graded/ --instructor          also name failing hidden tests by their line
   python -m autograder report graded/ --similarity --submissions submitted/ [--threshold 0.8]
   python -m autograder report graded/ --export canvas --roster roster.csv
 
 writes report.html (one self-contained page: plots embedded), report_parts.csv (per part: counts by
-status, pass rate), report_failures.csv (failure messages grouped, counted) and report_speedups.csv
-(every measured speedup against the reference solution's). Hidden tests never appear without
+status, pass rate), report_failures.csv (failure messages grouped, counted), report_speedups.csv
+(every measured speedup against the reference solution's) and report_review.csv (the submissions
+flagged for review: part, cell, line and why; never shown to learners). Hidden tests never appear without
 --instructor. --similarity compares answer cells with copydetect, the released template ignored,
 and lists the pairs at or above --threshold on the page and in report_similarity.csv.
 """

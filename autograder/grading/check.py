@@ -107,6 +107,7 @@ def check_notebook(path: str | Path, *, source: str | Path | None = None, parts:
     limits = with_overrides(assignment.limits, {"cell_timeout_s": cell_timeout_s})
     results = pipeline.grade_notebook(path, assignment, limits=limits, isolate=False, only_parts=only)
     results.notebook = str(path)
+    results.review = None  # the integrity review is the instructor's: a learner's check never shows it
     if not results.tests:
         results.output = (results.output + " " if results.output else "") + NO_PARTS
     if assignment.hidden_parts:  # the instructor's copy: every test of the parts checked ran

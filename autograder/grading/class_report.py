@@ -239,6 +239,7 @@ class AssignmentReport:
     speeds: list[Speed] = field(default_factory=list)
     slowest: list[tuple[str, float]] = field(default_factory=list)
     stopped: list[Stopped] = field(default_factory=list)
+    review: list[dict] = field(default_factory=list)  # flagged for review: {"student", "part", "cell", "line", "reason"}
 
 
 @dataclass
@@ -291,6 +292,9 @@ def build_report(out: Path | str, *, source: Path | str | None = None, instructo
         report.failures.sort(key=lambda f: (list(report.parts).index(f.part), -f.count, f.message))
         report.slowest = sorted(report.slowest, key=lambda s: -s[1])[:SLOWEST]
         report.stopped.sort(key=lambda s: (not s.timed_out, s.student))
+        order = list(report.parts)
+        report.review.sort(key=lambda f: (order.index(f["part"]) if f["part"] in order else len(order),
+                                          f["student"], f["cell"], f["line"]))
     return ClassReport(Path(out), reports, broken, instructor, source_root)
 
 
@@ -317,6 +321,7 @@ def _add(report: AssignmentReport, student: str, results: Results, clauses: dict
             groups[key] = FailureGroup(report.name, *key, example=test.output)
             report.failures.append(groups[key])
         groups[key].students.append(student)
+    report.review += [{"student": student, **finding} for finding in results.review or []]
     if results.execution_time_s is not None:
         report.slowest.append((student, results.execution_time_s))
     reasons = [results.output] if results.output else []
@@ -367,3 +372,10 @@ def speeds_csv(report: ClassReport) -> str:
             for a in report.assignments.values() for s in a.speeds]
     return _rows_to_csv(["assignment", "part", "student", "label", "speedup", "needed", "reference_speedup",
                          "status"], rows)
+
+
+def review_csv(report: ClassReport) -> str:
+    """One row per finding of the integrity review (flagged for review), by assignment and part."""
+    rows = [[name, f["part"], f["student"], f["cell"], f["line"], f["reason"]]
+            for name, a in report.assignments.items() for f in a.review]
+    return _rows_to_csv(["assignment", "part", "student", "cell", "line", "reason"], rows)

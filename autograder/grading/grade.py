@@ -524,5 +524,11 @@ def summary_table(rows: list[Row]) -> str:
         mean = f"{sum(r.score for r in scored) / len(scored):.2f} / {maximum:g}" if scored else "-"
         table.append([name, *(str(counts[c]) for c in SUMMARY_COLUMNS), mean])
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
+    text = "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
                                enumerate(zip(line, widths))).rstrip() for line in table)
+    flagged = sorted(f"{row.student}/{row.assignment}" for row in rows if row.results.review)
+    if flagged:
+        shown = ", ".join(flagged[:5]) + (f" and {len(flagged) - 5} more" if len(flagged) > 5 else "")
+        text += (f"\nflagged for review: {len(flagged)} submission{'s' if len(flagged) != 1 else ''} ({shown}); "
+                 "`python -m autograder report` lists the lines and why")
+    return text

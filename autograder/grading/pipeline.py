@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.errors import UsageError
-from autograder.grading import feedback, sandbox
+from autograder.grading import feedback, review, sandbox
 from autograder.grading.limits import Limits, course_limits
 from autograder.grading import notebook as nbtools
 from autograder.grading.results import Results, zero_results
@@ -108,7 +108,19 @@ def grade_notebook(notebook: Path | None, assignment: Assignment, *, limits: san
         message = (f"the grader failed on this submission ({exc.__class__.__name__}: {exc}); "
                    "grade it again, and tell the course maintainers if it keeps failing")
         return zero_results(assignment.parts, message, notebook=notebook.name)
-    return feedback.redact_hidden(results, assignment.hidden_lines)
+    results = feedback.redact_hidden(results, assignment.hidden_lines)
+    results.review = _review(notebook, assignment, results)
+    return results
+
+
+def _review(notebook: Path, assignment: Assignment, results) -> list[dict]:
+    """The integrity review of a graded submission (:mod:`autograder.grading.review`); a notebook
+    that cannot be read again is reviewed from its results alone."""
+    try:
+        submission = nbtools.load(notebook)
+    except Exception:  # noqa: BLE001  (unreadable: the grade already says so)
+        return review.review(None, assignment.notebook, results)
+    return review.review(submission, assignment.notebook, results)
 
 
 def select_parts(assignment: Assignment, wanted: list[str] | None) -> list[str] | None:

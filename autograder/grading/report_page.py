@@ -23,7 +23,7 @@ from matplotlib.ticker import MaxNLocator
 from autograder.atomic import write_atomic
 from autograder.errors import UsageError
 from autograder.grading.class_report import (STATUSES, AssignmentReport, ClassReport, Speed, failures_csv,
-                                             parts_csv, speeds_csv)
+                                             parts_csv, review_csv, speeds_csv)
 from autograder.grading.similarity import pairs_csv
 
 COLOURS = {"passed": "#1a7f37", "failed": "#b42318", "inconclusive": "#9a6700", "error": "#6e3fb2",
@@ -161,12 +161,26 @@ def _time_section(report: AssignmentReport) -> str:
             f"{timed_out} by a time limit)</h3>{stopped}")
 
 
+def _review_section(report: AssignmentReport) -> str:
+    """The integrity review's findings, by part: what to read in which submission, and why."""
+    if not report.review:
+        return "<p>Nothing flagged.</p>"
+    students = len({f["student"] for f in report.review})
+    rows = [[esc(f["part"] or "(whole notebook)"), esc(f["student"]), esc(f["cell"]), str(f["line"] or ""),
+             f'<span class="msg">{esc(f["reason"])}</span>'] for f in report.review]
+    return (f"<p>{students} submission{'s' if students != 1 else ''}: lines an instructor should read "
+            "(what they import, patch or reach, or a part the integrity checks failed). A flag is not a "
+            "grade: the parts scored what their checks found.</p>"
+            + _table(["part", "student", "cell", "line", "why"], rows, {3}))
+
+
 def _assignment_section(report: AssignmentReport) -> str:
     mean = statistics.fmean(report.totals) if report.totals else 0.0
     return (f'<section class="assignment" id="{esc(report.name, quote=True)}"><h2>{esc(report.name)}</h2>'
             f"<p>{len(report.totals)} submissions, mean {mean:.2f} of {report.max_score:g}.</p>"
             f"{score_plot(report)}<h3>Parts</h3>{parts_plot(report)}{_parts_section(report)}"
             f"<h3>Failures, grouped</h3>{_failures_section(report)}"
+            f"<h3>Flagged for review ({len(report.review)})</h3>{_review_section(report)}"
             f"<h3>Speed parts</h3>{_speed_section(report)}{_time_section(report)}</section>")
 
 
@@ -220,7 +234,8 @@ def render_html(report: ClassReport) -> str:
             + _similarity_section(report) + "</body></html>\n")
 
 
-REPORT_FILES = ("report.html", "report_parts.csv", "report_failures.csv", "report_speedups.csv")
+REPORT_FILES = ("report.html", "report_parts.csv", "report_failures.csv", "report_speedups.csv",
+                "report_review.csv")
 SIMILARITY_FILE = "report_similarity.csv"  # with --similarity
 
 
@@ -230,7 +245,7 @@ def write_report(report: ClassReport, dest: Path | str | None = None) -> list[Pa
     dest = Path(dest) if dest is not None else report.out
     if dest.exists() and not dest.is_dir():
         raise UsageError(f"--out {dest} is a file; give a folder for the report")
-    texts = [render_html(report), parts_csv(report), failures_csv(report), speeds_csv(report)]
+    texts = [render_html(report), parts_csv(report), failures_csv(report), speeds_csv(report), review_csv(report)]
     names = list(REPORT_FILES)
     if report.similarity_threshold is not None:
         names.append(SIMILARITY_FILE)

@@ -35,6 +35,8 @@ class Results:
     output: str = ""
     execution_time_s: float | None = None
     sandbox: dict | None = None  # which isolation mechanisms were in force (grade only)
+    # the integrity review (grading.review): what an instructor should read; None where no review ran
+    review: list[dict] | None = None
 
     @property
     def score(self) -> float:
@@ -55,7 +57,8 @@ class Results:
             "execution_time": self.execution_time_s,
             "tests": [asdict(t) for t in self.tests],
             "extra_data": {"notebook": self.notebook, "profile": self.profile,
-                           **({"sandbox": self.sandbox} if self.sandbox is not None else {})},
+                           **({"sandbox": self.sandbox} if self.sandbox is not None else {}),
+                           **({"review": self.review} if self.review is not None else {})},
         }
 
     def to_json(self) -> str:
@@ -71,6 +74,7 @@ class Results:
             output=data.get("output", ""),
             execution_time_s=data.get("execution_time"),
             sandbox=extra.get("sandbox"),
+            review=extra.get("review"),
         )
 
 

@@ -306,3 +306,23 @@ def test_a_bad_results_shape_keeps_the_rest(graded, source):
     path.write_text('{"tests": [{"name": "test-double"}]}')  # a test without its fields
     report = build_report(graded, source=source)
     assert path in report.unreadable and len(report.assignments["tiny"].totals) == len(TINY_BATCH) - 1
+
+
+def test_flagged_submissions_are_listed_by_part_with_their_lines(tmp_path, source):
+    out = _write_batch(tmp_path / "graded")
+    flagged = _tiny(PASS_DOUBLE, PASS_WORD)
+    flagged.review = [{"part": "test-word", "cell": "answer-word", "line": 3, "reason": "reaches gc"},
+                      {"part": "test-double", "cell": "answer-double", "line": 1, "reason": "imports ctypes"}]
+    (out / "mallory" / "tiny").mkdir(parents=True)
+    (out / "mallory" / "tiny" / "results.json").write_text(flagged.to_json())
+    report = class_report.build_report(out, source=source)
+    rows = _csv_text(class_report.review_csv(report))
+    assert [(r["student"], r["part"], r["line"], r["reason"]) for r in rows] == [
+        ("mallory", "test-double", "1", "imports ctypes"), ("mallory", "test-word", "3", "reaches gc")]
+    page = report_page.render_html(report)
+    assert "Flagged for review (2)" in page and "imports ctypes" in page
+    assert page.count("Nothing flagged.") == 1  # the speed assignment
+
+
+def _csv_text(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))

@@ -157,3 +157,23 @@ def test_tensorflow_case(tf_batch, student):
     assert {t.name: t.score for t in got.tests} == expect, details
     for gid, text in messages.items():
         assert text in got.by_name()[gid].output, details
+
+
+# Cases whose answer cells reach past the answer in a way the integrity review reads: processes,
+# sockets, the grader's files, patched clocks and grader functions, the kernel's machinery.
+FLAGGED = ("fork-bomb", "os-exit", "network", "host-loopback", "read-course-with-any-tool", "read-hidden-files",
+           "patched-perf-counter", "patched-time-time", "patched-grader-function", "replaced-grader-code",
+           "shadowed-grader-name", "silenced-tracebacks", "event-callback")
+
+
+@pytest.mark.slow  # grades the hostile batch in sandboxes
+def test_the_review_flags_what_reaches_past_the_answers_and_never_a_right_answer(batch):
+    results, out = batch
+    for name in ("correct-1", "correct-2", "unusual-valid-style"):
+        assert results[name].review == [], f"{name} is flagged: {results[name].review}"
+    unflagged = [name for name in FLAGGED if not results[name].review]
+    assert not unflagged, f"not flagged for review: {unflagged}"
+    stored = json.loads((out / "fork-bomb" / "tiny" / "results.json").read_text())
+    assert stored["extra_data"]["review"] == results["fork-bomb"].review
+    feedback = next((out / "fork-bomb" / "tiny").glob("*.html")).read_text()
+    assert not any(f["reason"] in feedback for f in results["fork-bomb"].review), "the review reached feedback"
