@@ -218,6 +218,19 @@ def train_step(model, optimizer, x, y):
     return loss
 '''
 
+# 2.3: clips the gradients of the scaled loss (a habit from float32 training) before the optimizer
+# unscales them: the scaled norm, the loss scale times the true one, is clipped instead of the true one.
+CLIPS_SCALED_GRADIENTS = '''
+def train_step(model, optimizer, x, y):
+    with tf.GradientTape() as tape:
+        loss = weighted_loss(y, model(x, training=True))
+        scaled = optimizer.scale_loss(loss)
+    grads = tape.gradient(scaled, model.trainable_variables)
+    grads, _ = tf.clip_by_global_norm(grads, 5.0)
+    optimizer.apply(grads, model.trainable_variables)
+    return loss
+'''
+
 # Rebinds the locked LOSS_WEIGHT (no small gradients left to lose) and skips scaling.
 REBINDS_LOSS_WEIGHT = '''
 LOSS_WEIGHT = 1.0
@@ -587,6 +600,13 @@ CASES = [
         breaks={P1: 5, P2: 1, P5: 5},
         messages={P1: "changed the global dtype policy from 'mixed_bfloat16' to 'float32'",
                   P2: "mixed-precision gradient for variable", P5: "is not compiled with XLA"},
+    ),
+    Case(
+        name="clips_scaled_gradients",
+        replace={A2: CLIPS_SCALED_GRADIENTS},
+        loses=("test-train-step",),
+        breaks={P2: 3},
+        messages={P2: "mixed-precision gradient for variable"},
     ),
     Case(
         name="softmax_head_restores_float32_in_fit",
