@@ -60,6 +60,9 @@ KERNEL_FLAT_OUTPUT = kernel(shape="TensorShape({input.NumElements()})")
 KERNEL_IGNORES_BETA = kernel(body="y(i) = x(i) / (T(1) + std::exp(-x(i)));")
 # Clause 3: exp(bx) / (1 + exp(bx)) is inf / inf = NaN for large x.
 KERNEL_OVERFLOWS = kernel(body="const T e = std::exp(beta * x(i)); y(i) = x(i) * e / (T(1) + e);")
+# Clause 3: the stable sigmoid's branch taken on x's sign instead of beta * x's: stable for beta > 0 only.
+KERNEL_BRANCHES_ON_X = kernel(body="if (x(i) >= T(0)) { y(i) = x(i) / (T(1) + std::exp(-beta * x(i))); } "
+                                   "else { const T e = std::exp(beta * x(i)); y(i) = x(i) * e / (T(1) + e); }")
 # Clause 4: every T computed through float: double results lose their precision.
 KERNEL_IN_FLOAT = kernel(body="const float v = static_cast<float>(x(i)); "
                               "y(i) = static_cast<T>(v / (1.0f + std::exp(-beta_ * v)));")
@@ -257,6 +260,14 @@ CASES = [
         loses=("test-kernel", "test-device"),
         breaks={"test-kernel": 3, "test-device": 1},
         messages={"test-kernel": "overflows", "test-device": "must run on CPU:1"},
+    ),
+    Case(
+        name="stable_only_for_positive_beta",
+        replace={"answer-kernel": KERNEL_BRANCHES_ON_X},
+        loses=("test-kernel",),
+        breaks={"test-kernel": 3},
+        messages={"test-kernel": "overflows for large |x|"},
+        keeps=("test-gradient-numeric",),
     ),
     Case(
         name="eigen_and_tape",
