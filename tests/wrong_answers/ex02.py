@@ -93,6 +93,8 @@ def make_train_step(device, n_features=8, n_classes=3):
             return step(x, y)
     return model, optimizer, train_step
 '''
+# 1: the logits layer keeps the default 3 classes (right for the visible test's sizes).
+DEFAULT_CLASSES = train_step_answer(output="tf.keras.layers.Dense(3)")
 PROBABILITIES_LOSS = train_step_answer(loss="tf.keras.losses.SparseCategoricalCrossentropy(from_logits=False)")
 OTHER_OPTIMIZER = train_step_answer(
     extra="""        updater = tf.keras.optimizers.SGD(0.1, momentum=0.9)
@@ -436,6 +438,13 @@ CASES = [
         loses=("test-train-step", "test-time-per-call", "test-configure-memory"),
         breaks={STEP: 4, TIMING: 4, MEMORY: 4},
         messages={STEP: "optimizer.iterations", TIMING: "not the mean", MEMORY: "ValueError"},
+    ),
+    Case(
+        name="logits_for_the_default_class_count",
+        replace={"answer-train-step": DEFAULT_CLASSES},
+        loses=("test-train-step",),
+        breaks={STEP: 1},
+        messages={STEP: "the model's weights have shapes"},
     ),
     Case(
         name="upper_middle_median",
