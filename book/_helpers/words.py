@@ -30,16 +30,21 @@ def _number(value: float, what: str) -> float:
 
 
 def speed_word(speedup: float, *, tolerance: float = SAME_SPEED, faster: str = "faster",
-               slower: str = "slower", same: str = "about as fast") -> str:
+               slower: str = "slower", same: str = "about as fast",
+               interval: tuple[float | None, float | None] | None = None) -> str:
     """``faster``, ``slower`` or ``same`` for a speedup (baseline time / candidate time).
 
     Above ``1 + tolerance`` is faster, below ``1 / (1 + tolerance)`` slower, and
-    anything between is ``same``, so noise around 1 never reads as a direction."""
+    anything between is ``same``, so noise around 1 never reads as a direction.
+    Given the measurement's confidence ``interval`` (low, high), a speedup whose
+    interval contains 1 is ``same`` too: the measurement could not tell."""
     ratio = _number(speedup, "speedup")
     if ratio <= 0:
         raise ValueError(f"speedup must be positive (baseline time / candidate time), not {ratio}")
     if tolerance < 0:
         raise ValueError(f"tolerance must be 0 or more, not {tolerance}")
+    if interval is not None and None not in interval and interval[0] <= 1 <= interval[1]:
+        return same
     if ratio > 1 + tolerance:
         return faster
     if ratio < 1 / (1 + tolerance):
@@ -47,10 +52,11 @@ def speed_word(speedup: float, *, tolerance: float = SAME_SPEED, faster: str = "
     return same
 
 
-def speed_phrase(speedup: float, baseline: str, *, tolerance: float = SAME_SPEED) -> str:
+def speed_phrase(speedup: float, baseline: str, *, tolerance: float = SAME_SPEED,
+                 interval: tuple[float | None, float | None] | None = None) -> str:
     """"faster than X", "slower than X" or "about as fast as X" for a speedup over ``baseline``
-    (the tolerance of :func:`speed_word`)."""
-    word = speed_word(speedup, tolerance=tolerance)
+    (the tolerance and interval of :func:`speed_word`)."""
+    word = speed_word(speedup, tolerance=tolerance, interval=interval)
     return f"{word} as {baseline}" if word == "about as fast" else f"{word} than {baseline}"
 
 

@@ -39,6 +39,14 @@ def test_speed_phrase_says_than_or_as():
     assert words.speed_phrase(0.99, "float32") == "about as fast as float32"
 
 
+def test_an_interval_that_contains_1_is_about_the_same_whatever_the_median():
+    # chapter 7's op against XLA: median 0.93x, 98.5% interval 0.91x-1.12x
+    assert words.speed_phrase(0.93, "it") == "slower than it"
+    assert words.speed_phrase(0.93, "it", interval=(0.91, 1.12)) == "about as fast as it"
+    assert words.speed_phrase(2.1, "it", interval=(1.9, 2.3)) == "faster than it"
+    assert words.speed_phrase(0.93, "it", interval=(None, None)) == "slower than it"
+
+
 def test_a_wider_tolerance_turns_a_direction_into_about_the_same():
     assert words.speed_word(1.08) == "faster"
     assert words.speed_word(1.08, tolerance=0.1) == "about as fast"
