@@ -11,15 +11,15 @@ from tests.conftest import ROOT
 
 PACKAGE = ROOT / "autograder"
 ROLES = ("checks", "judge", "grading", "course")
-# Top-level modules: the package marker, ``python -m autograder``, the one CLI, and two
-# shared leaves every role may use.
-TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py", "forking.py"}
-LEAVES = ("autograder.errors", "autograder.atomic", "autograder.forking")
+# Top-level modules: the package marker, ``python -m autograder``, the one CLI, and the
+# shared leaves every role may use (errors, atomic files, forking, private roots).
+TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py", "forking.py", "isolation.py"}
+LEAVES = ("autograder.errors", "autograder.atomic", "autograder.forking", "autograder.isolation")
 # Process entry points the grader itself starts (not commands a person types).
 INTERNAL_ENTRY_POINTS = {"autograder.grading.sandbox_worker", "autograder.checks.placement_boot",
                          "autograder.checks.savedmodel", "autograder.judge.process",
                          "autograder.grading.warm_zygote", "autograder.judge.zygote",
-                         "autograder.judge.fresh_python", "autograder.checks.opbuild"}
+                         "autograder.judge.fresh_python", "autograder.checks.opbuild", "autograder.isolation"}
 MAX_FUNCTION_LINES = 80
 
 
