@@ -124,6 +124,25 @@ class FunctionCall:
     def shapes(self) -> str:
         return describe_args(self.args)
 
+    def inner_compiled(self) -> dict[str, str]:
+        """The XLA-compiled functions this call's graph calls from its library (a ``tf.function``
+        that calls a compiled one), by name, each with its arguments' dtypes and static shapes
+        written as :attr:`shapes` writes them (``None`` for a size the graph does not know)."""
+        library = self.concrete().graph.as_graph_def().library.function
+        return {f.signature.name: _signature_text(f) for f in library
+                if f.attr.get(_MUST_COMPILE) is not None and f.attr[_MUST_COMPILE].b}
+
+
+def _signature_text(fdef: Any) -> str:
+    """``(float32[128, 32])``: a FunctionDef's argument dtypes and static shapes (its own record)."""
+    parts = []
+    for index, arg in enumerate(fdef.signature.input_arg):
+        shapes = fdef.arg_attr[index].attr["_output_shapes"].list.shape if index in fdef.arg_attr else []
+        dims = ("?" if not shapes or shapes[0].unknown_rank else
+                "[" + ", ".join("None" if d.size < 0 else str(d.size) for d in shapes[0].dim) + "]")
+        parts.append(tf.dtypes.as_dtype(arg.type).name + dims)
+    return "(" + ", ".join(parts) + ")"
+
 
 def _must_compile(concrete: Any) -> bool:
     attr = concrete.function_def.attr.get(_MUST_COMPILE)
@@ -323,8 +342,10 @@ def assert_runs_compiled(fn: Any, *args: Any, name: str | None = None, via: Any 
         )
     if via is not None:
         allowed = {id(f) for f in _via_functions(via)}
-        stray = sorted({c.name for c in compiled if id(c.function) not in allowed})
-        if stray or not any(id(c.function) in allowed for c in compiled):
+        names = _via_names(via)  # a tf.function that calls via's compiled function from its graph counts too
+        through = [c for c in compiled if id(c.function) in allowed or set(c.inner_compiled()) & names]
+        stray = sorted({c.name for c in compiled if c not in through})
+        if stray or not through:
             raise AssertionError(
                 f"{label} does not compute through {vlabel}: the compiled functions it ran "
                 f"({', '.join(sorted({c.name for c in compiled}))}) are not {vlabel}'s. Call {vlabel}."
@@ -345,6 +366,15 @@ def _via_functions(via: Any) -> list[Any]:
     if is_tf_function(via):
         return [via]
     return [c.function if isinstance(c, FunctionCall) else c for c in via]
+
+
+def _via_names(via: Any) -> set[str]:
+    """The names of the concrete functions ``via`` ran (recorded calls) or has (a ``tf.function``)."""
+    if is_tf_function(via):
+        concretes = getattr(via, "_list_all_concrete_functions", lambda: [])()
+    else:
+        concretes = [c.concrete() for c in via if isinstance(c, FunctionCall)]
+    return {c.function_def.signature.name for c in concretes}
 
 
 def _safe_compiled(call: FunctionCall) -> bool:

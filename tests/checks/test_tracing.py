@@ -304,3 +304,28 @@ def test_fit_run_eagerly_is_named():
     model.run_eagerly = True
     with pytest.raises(AssertionError, match="ran no tf.function: it trained eagerly"):
         assert_fit_compiled(model, *FIT_DATA, epochs=1, verbose=0, name="fit")
+
+
+def test_a_tf_function_that_calls_the_compiled_function_from_its_graph_computes_through_it():
+    from autograder.checks.tracing import assert_runs_compiled
+
+    def score(x):
+        return tf.reduce_sum(x * x, axis=-1)
+
+    core = tf.function(score, jit_compile=True)
+    other = tf.function(score, jit_compile=True)
+
+    @tf.function
+    def nested(x):
+        return core(tf.ensure_shape(tf.pad(x, [[0, 8 - tf.shape(x)[0]], [0, 0]]), [8, 4]))[:tf.shape(x)[0]]
+
+    @tf.function
+    def elsewhere(x):
+        return other(x)
+
+    core_calls = assert_runs_compiled(core, tf.ones([8, 4]), name="core")
+    ran = assert_runs_compiled(nested, tf.ones([3, 4]), name="predict", via=core_calls, via_name="core")
+    assert list(ran[0].inner_compiled().values()) == ["(float32[8, 4])"]
+    assert_runs_compiled(nested, tf.ones([3, 4]), name="predict", via=core, via_name="core")
+    with pytest.raises(AssertionError, match="does not compute through core"):
+        assert_runs_compiled(elsewhere, tf.ones([3, 4]), name="predict", via=core_calls, via_name="core")

@@ -150,6 +150,30 @@ def predict(x):
 predict(np.ones((3, FEATURES), np.float32))
 '''
 
+# Right: predict is itself a tf.function that calls the compiled core on a fixed shape from its graph
+# (the specification lets predict be plain Python or not).
+PREDICT_NESTED_FUNCTION = '''
+core = tf.function(score_rows, jit_compile=True)
+
+
+@tf.function
+def predict(x):
+    rows = tf.shape(x)[0]
+    padded = tf.ensure_shape(tf.pad(x, [[0, BUCKET - rows], [0, 0]]), [BUCKET, FEATURES])
+    return core(padded)[:rows]
+'''
+# Clause 3: a tf.function predict calls core (so it runs compiled work) but returns what it computes
+# itself from x: the judge re-runs predict's graph with core shifted, and the answer does not move.
+PREDICT_NESTED_CALLS_CORE_BESIDE = PREDICT_NESTED_FUNCTION.replace(
+    "    return core(padded)[:rows]",
+    "    _ = core(padded)\n    return score_rows(x) + 0.0 * tf.reduce_sum(_)")
+# Clause 4: a tf.function predict, traced once for any number of rows, calls core on a shape its graph
+# does not know ([None, FEATURES]): XLA compiles core anew for every shape it meets.
+PREDICT_NESTED_UNKNOWN_SHAPE = PREDICT_NESTED_FUNCTION.replace(
+    "tf.ensure_shape(tf.pad(x, [[0, BUCKET - rows], [0, 0]]), [BUCKET, FEATURES])",
+    "tf.pad(x, [[0, BUCKET - rows], [0, 0]])").replace(
+    "@tf.function\n", "@tf.function(input_signature=[tf.TensorSpec([None, FEATURES], tf.float32)])\n")
+
 # --- Part 3: what XLA cannot compile ---------------------------------------------------
 
 CANNOT_NOT_A_SET = 'CANNOT_COMPILE = "numpy_median, as_text, histogram"\n'       # clause 1
@@ -283,6 +307,25 @@ CASES = [
         name="decorated_numpy_padding_computed_gather",
         replace={"answer-xla-step": STEP_DECORATED, "answer-predict": PREDICT_NUMPY_PADDING,
                  "answer-cannot-compile": CANNOT_COMPUTED, "answer-clip-top": CLIP_GATHER},
+    ),
+    Case(
+        name="right_predict_is_a_tf_function_calling_core",
+        replace={"answer-predict": PREDICT_NESTED_FUNCTION},
+    ),
+    Case(
+        name="nested_predict_computes_beside_core",
+        replace={"answer-predict": PREDICT_NESTED_CALLS_CORE_BESIDE},
+        loses=("test-predict-one-compile",),
+        breaks={"test-predict-one-compile": 3},
+        messages={"test-predict-one-compile": "does not come from core"},
+        keeps=("test-clip-top",),
+    ),
+    Case(
+        name="nested_predict_calls_core_on_an_unknown_shape",
+        replace={"answer-predict": PREDICT_NESTED_UNKNOWN_SHAPE},
+        loses=("test-predict-one-compile",),
+        breaks={"test-predict-one-compile": 4},
+        messages={"test-predict-one-compile": "not fully known"},
     ),
     Case(
         name="rebinds_functions_and_core_not_compiled",
