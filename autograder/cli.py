@@ -2,7 +2,7 @@
 
 The one command-line module: every command's arguments and its few lines of
 glue live here; the work is done by library functions in ``checks/``,
-``grading/`` and ``course/``, which never import this module.  Exit codes:
+the engine's folders and ``course/``, which never import this module.  Exit codes:
 0 success (for ``check``: every test that ran passed), 1 a check or part fell short, 2 a usage
 error (one line on stderr, never a traceback), 3 (``grade``) graded, but some submissions were
 skipped, 130 interrupted.
@@ -105,7 +105,7 @@ def _add_doctor(sub) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from autograder.grading.doctor import format_report, machine_report
+    from autograder.frontends.doctor import format_report, machine_report
 
     report = machine_report()
     print(json.dumps(report, indent=2) if args.json else format_report(report))
@@ -115,7 +115,7 @@ def _doctor(args: argparse.Namespace) -> int:
 # --- check ----------------------------------------------------------------------------
 
 def _add_check(sub) -> None:
-    from autograder.grading.sandbox import Limits
+    from autograder.sandbox.host import Limits
 
     parser = sub.add_parser(
         "check", help="run your notebook's tests in a fresh kernel; exit 0 when every test that ran passed",
@@ -136,7 +136,7 @@ def _add_check(sub) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from autograder.grading.check import check_notebook, format_results, full_marks
+    from autograder.frontends.check import check_notebook, format_results, full_marks
 
     if args.cell_timeout is not None and args.cell_timeout <= 0:
         raise UsageError("--cell-timeout must be a positive number of seconds")
@@ -309,7 +309,7 @@ EXIT_SKIPPED = 3
 
 
 def _add_grade(sub) -> None:
-    from autograder.grading.sandbox import Limits
+    from autograder.sandbox.host import Limits
 
     parser = sub.add_parser("grade", help="grade a class's submissions, each in its own sandbox",
                             epilog=GRADE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -347,10 +347,10 @@ def _add_grade(sub) -> None:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from autograder.grading.exporters import DEFAULT_FORMAT, EXPORTERS
-    from autograder.grading.grade import grade, nbgrader_feedback_target, summary_table
-    from autograder.grading.limits import Limits, with_overrides
-    from autograder.grading.results import submission_status
+    from autograder.results.exporters import DEFAULT_FORMAT, EXPORTERS
+    from autograder.frontends.grade import grade, nbgrader_feedback_target, summary_table
+    from autograder.submission.limits import Limits, with_overrides
+    from autograder.results.results import submission_status
 
     if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
@@ -372,7 +372,7 @@ def _grade(args: argparse.Namespace) -> int:
         from functools import partial
 
         try:
-            from autograder.grading.distributed_grade import grade_on_cluster
+            from autograder.frontends.distributed_grade import grade_on_cluster
         except ModuleNotFoundError as exc:
             raise UsageError(f"--scheduler needs Dask ({exc.name} is not installed): pip install "
                              "'tf-gpu-course-autograder[cluster]' (in a checkout: pip install '.[cluster]')") from None
@@ -422,7 +422,7 @@ def _add_export_options(parser: argparse.ArgumentParser) -> None:
 
 def _export_settings(args: argparse.Namespace, formats: list[str] | None):
     """The formats, roster and assignment ids asked for, checked (a usage error on bad input)."""
-    from autograder.grading.exporters import parse_assignment_ids, parse_formats, read_roster
+    from autograder.results.exporters import parse_assignment_ids, parse_formats, read_roster
 
     return parse_formats(formats), read_roster(args.roster), parse_assignment_ids(args.assignment_id)
 
@@ -451,7 +451,7 @@ def _add_export(sub) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from autograder.grading.exporters import DEFAULT_FORMAT, write_export
+    from autograder.results.exporters import DEFAULT_FORMAT, write_export
 
     formats, roster, assignment_ids = _export_settings(args, args.format or [DEFAULT_FORMAT])
     if args.out and len(formats) > 1:
@@ -485,7 +485,7 @@ and lists the pairs at or above --threshold on the page and in report_similarity
 
 
 def _add_report(sub) -> None:
-    from autograder.grading.similarity import DEFAULT_THRESHOLD
+    from autograder.report.similarity import DEFAULT_THRESHOLD
 
     parser = sub.add_parser(
         "report", help="a class report from a graded folder: where learners fail, speedups, similar pairs",
@@ -510,8 +510,8 @@ def _add_report(sub) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from autograder.grading.class_report import build_report
-    from autograder.grading.report_page import write_report
+    from autograder.report.class_report import build_report
+    from autograder.report.report_page import write_report
 
     if args.similarity and not args.submissions:
         raise UsageError("--similarity reads the answer cells: give --submissions DIR (the folder `grade` read)")
@@ -523,7 +523,7 @@ def _report(args: argparse.Namespace) -> int:
     source = args.source or ("solutions" if Path("solutions").is_dir() else None)
     report = build_report(args.graded, source=source, instructor=args.instructor)
     if args.similarity:
-        from autograder.grading.similarity import find_similar
+        from autograder.report.similarity import find_similar
 
         if report.source is None:
             raise UsageError("--similarity ignores the released template, so it needs --source (the source folder)")
@@ -533,7 +533,7 @@ def _report(args: argparse.Namespace) -> int:
     print(f"wrote {paths[0]} and {len(paths) - 1} CSV files ({sum(len(a.totals) for a in report.assignments.values())} "
           f"graded submissions" + (f", {len(report.similarity)} similar pair(s)" if args.similarity else "") + ")")
     if formats:
-        from autograder.grading.exporters import EXPORTERS, write_export
+        from autograder.results.exporters import EXPORTERS, write_export
 
         folder = Path(args.out) if args.out else Path(args.graded)
         for fmt in formats:
@@ -556,7 +556,7 @@ def _add_gradescope(sub) -> None:
 
 
 def _add_visibility(parser: argparse.ArgumentParser) -> None:
-    from autograder.grading.gradescope import VISIBILITIES
+    from autograder.frontends.gradescope import VISIBILITIES
 
     parser.add_argument("--hidden-visibility", default="after_published", choices=VISIBILITIES,
                         help="Gradescope visibility of parts whose tests include hidden tests "
@@ -564,7 +564,7 @@ def _add_visibility(parser: argparse.ArgumentParser) -> None:
 
 
 def _gradescope(args: argparse.Namespace) -> int:
-    from autograder.grading.gradescope import build_zip
+    from autograder.frontends.gradescope import build_zip
 
     path = build_zip(args.assignment, args.out, source_root=args.source, hidden_visibility=args.hidden_visibility)
     print(f"wrote {path}: upload it as the Gradescope autograder for {args.assignment}")
@@ -582,7 +582,7 @@ def _add_gradescope_run(sub) -> None:
 
 
 def _gradescope_run(args: argparse.Namespace) -> int:
-    from autograder.grading.gradescope import grade_gradescope
+    from autograder.frontends.gradescope import grade_gradescope
 
     try:
         grade_gradescope(args.assignment, args.submission, args.results, args.source,

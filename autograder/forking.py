@@ -2,7 +2,7 @@
 each request, so the child skips them (``import tensorflow`` is seconds of CPU).
 
 Two kinds are built on this module: the sandbox's warm workers
-(``grading/warm_start.py``, zygote ``grading/warm_zygote.py``) and warm judges
+(``sandbox/warm_start.py``, zygote ``sandbox/zygote.py``) and warm judges
 (``judge/zygote.py``).  The pieces:
 
 - the grader's side: :class:`Zygote` starts one and asks it for children (each with its
@@ -186,7 +186,7 @@ def rehome(old: str, new: str) -> int:
     each such path becomes the child's by its prefix: module globals that are strings,
     strings in a module's lists, tuples and dicts, and strings in module functions' closures.
     The places are the zygote's walk when it made one for ``old`` with the modules loaded now,
-    else a walk here.  Returns how many were changed (``tests/grading/test_warm_start.py``
+    else a walk here.  Returns how many were changed (``tests/sandbox/test_warm_start.py``
     scans a warm kernel for any left)."""
     planned = _PLAN is not None and _PLAN.old == old and _PLAN.modules == len(sys.modules)
     places = _PLAN.places if planned else remembered_places(old)

@@ -1,7 +1,7 @@
 """Private roots: the namespaces and mounts that shut a process in with an allowlist of folders.
 
 Two kinds of process are shut in this way.  The sandbox worker
-(:mod:`autograder.grading.sandbox_isolation` builds its root from these calls) runs a learner's
+(:mod:`autograder.sandbox.isolation` builds its root from these calls) runs a learner's
 notebook.  A **confined** check process runs what a learner *made* on the grader's side: the judge
 loads and calls a learner's exported SavedModel in a fresh process, and the ops of that SavedModel
 run there.  :func:`confine` gives such a process no network, a root that holds only the system

@@ -7,7 +7,7 @@ On one submission (the assignment's reference solution):
 
 * ``plain``: nbclient executes the notebook in a fresh kernel, nothing else;
 * ``nbconvert``: ``jupyter nbconvert --execute --to notebook`` (adds its start-up);
-* ``sandbox``: :func:`autograder.grading.sandbox.run_submission` (worker, namespaces,
+* ``sandbox``: :func:`autograder.sandbox.host.run_submission` (worker, namespaces,
   cgroups, integrity checks, test cells sent one by one);
 * ``nbgrader``: ``nbgrader autograde`` in a throw-away course folder
   (generate_assignment runs first and is not timed).
@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
-from autograder.grading import grade, sandbox  # noqa: E402
+from autograder.frontends import grade  # noqa: E402
+from autograder.sandbox import host as sandbox
 
 
 def _bin(name: str) -> str:

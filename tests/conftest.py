@@ -27,15 +27,15 @@ _TOGETHER: dict = {}
 
 def graded_as_a_batch(values, grade, workers: int = 2, key=None) -> dict:
     """``{value: Future of grade(value)}``, graded as ``grade --workers 2`` grades a class:
-    ``workers`` at a time, handed out by :class:`autograder.grading.turns.Turns` (values of one
+    ``workers`` at a time, handed out by :class:`autograder.frontends.work_queue.Turns` (values of one
     ``key``, an assignment, are kept to one worker while another assignment is free), then each
-    result with an inconclusive speed part once more, alone (:func:`autograder.grading.grade.grade`'s
+    result with an inconclusive speed part once more, alone (:func:`autograder.frontends.grade.grade`'s
     second try)."""
     from concurrent.futures import Future
 
-    from autograder.grading.grade import timing_inconclusive
-    from autograder.grading.results import Results
-    from autograder.grading.turns import Turns, run_in_turns
+    from autograder.frontends.grade import timing_inconclusive
+    from autograder.results.results import Results
+    from autograder.frontends.work_queue import Turns, run_in_turns
 
     values = list(values)
     ran, threads = run_in_turns(Turns(values, key or (lambda value: value)), grade, workers, name="graded-as-a-batch")
@@ -82,7 +82,7 @@ def undecided_speed(results, full_marks) -> set[str]:
 
 def is_sandbox_kernel(proc) -> bool:
     """A sandboxed kernel: ``python -m ipykernel_launcher`` when cold, named ``ag-kernel`` when forked warm."""
-    from autograder.grading.sandbox_kernel import WARM_KERNEL_NAME
+    from autograder.sandbox.kernel import WARM_KERNEL_NAME
 
     return "ipykernel_launcher" in " ".join(proc.cmdline()) or proc.name() == WARM_KERNEL_NAME
 

@@ -16,9 +16,9 @@ ROLES = ("checks", "judge", "grading", "course")
 TOP_LEVEL = {"__init__.py", "__main__.py", "cli.py", "errors.py", "atomic.py", "forking.py", "isolation.py"}
 LEAVES = ("autograder.errors", "autograder.atomic", "autograder.forking", "autograder.isolation")
 # Process entry points the grader itself starts (not commands a person types).
-INTERNAL_ENTRY_POINTS = {"autograder.grading.sandbox_worker", "autograder.checks.placement_boot",
+INTERNAL_ENTRY_POINTS = {"autograder.sandbox.worker", "autograder.checks.placement_boot",
                          "autograder.checks.savedmodel", "autograder.judge.process",
-                         "autograder.grading.warm_zygote", "autograder.judge.zygote",
+                         "autograder.sandbox.zygote", "autograder.judge.zygote",
                          "autograder.judge.fresh_python", "autograder.checks.opbuild", "autograder.isolation"}
 MAX_FUNCTION_LINES = 80
 
@@ -143,7 +143,7 @@ def test_functions_are_short_or_say_why():
 
 
 def test_integrity_protects_exactly_the_checks_folder():
-    from autograder.grading.integrity import check_module_names
+    from autograder.sandbox.integrity import check_module_names
 
     on_disk = sorted(f"autograder.checks.{p.stem}" for p in (PACKAGE / "checks").glob("*.py")
                      if not p.name.startswith("_"))

@@ -1,5 +1,5 @@
 """Fork servers (``autograder/forking.py``): what a forked child keeps and what it is pointed at.
-The zygotes built on it are tested with their users: ``tests/grading/test_warm_start.py`` (sandbox
+The zygotes built on it are tested with their users: ``tests/sandbox/test_warm_start.py`` (sandbox
 workers) and ``tests/judge/test_zygote.py`` (judges)."""
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def test_package_dependencies_are_the_requirements_pins():
 def test_grading_code_reads_nothing_from_the_checkout():
     """What an installed package cannot reach: the exercises build with
     ``autograder.checks.opbuild``, and the sandbox allows no checkout folder."""
-    from autograder.grading import sandbox
+    from autograder.sandbox import host as sandbox
 
     for folder in ("solutions", "exercises"):
         for notebook in sorted((ROOT / folder).glob("*/*.ipynb")):

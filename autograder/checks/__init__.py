@@ -3,5 +3,5 @@
 Placement logs, relative speed, gradients, tracing and compilation, dtypes,
 replicas, SavedModels and servers, profiler traces, hardware profiles and the
 thresholds they judge against.  Every module here is protected from a
-learner's patches while tests run (``autograder.grading.integrity``).
+learner's patches while tests run (``autograder.sandbox.integrity``).
 """

@@ -29,7 +29,7 @@ from autograder.errors import UsageError
 def machine_metadata() -> dict[str, Any]:
     """Hardware and software facts for the results file (``doctor``'s report,
     without its list of checks, plus host name and time)."""
-    from autograder.grading.doctor import machine_report
+    from autograder.frontends.doctor import machine_report
 
     report = {k: v for k, v in machine_report().items() if k != "checks"}
     now = dt.datetime.now(dt.timezone.utc)

@@ -3,6 +3,6 @@
 ``protocol`` (the typed messages between the grader, the judge and the sandbox
 worker), ``process`` (the judge process itself) and ``client`` (the grader's side:
 starts a judge and relays its requests to the worker).  The one place a part's
-result is decided is :mod:`autograder.grading.verdict`; the learner's side of a request is
+result is decided is :mod:`autograder.sandbox.verdict`; the learner's side of a request is
 :mod:`autograder.checks.probe`.
 """

@@ -5,7 +5,7 @@ import jupytext
 import nbclient
 import pytest
 
-from autograder.grading.notebook import graded_parts, load
+from autograder.submission.notebook import graded_parts, load
 from tests.conftest import ROOT, SOLUTIONS, assignments, notebook_for
 
 pytestmark = pytest.mark.slow

@@ -342,7 +342,7 @@ def test_gpu_kernel_matches_the_cpu_kernel_on_the_gpu(bias_gelu):
 @pytest.mark.gpu
 @needs_nvcc
 def test_exercise_grades_the_gpu_kernel_on_a_gpu():
-    from autograder.grading.check import check_notebook as run_notebook
+    from autograder.frontends.check import check_notebook as run_notebook
 
     results = run_notebook(ROOT / "solutions" / "07_custom_ops" / "07_custom_ops.ipynb")
     by_name = results.by_name()

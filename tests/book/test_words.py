@@ -182,7 +182,7 @@ def test_the_onednn_default_is_stated_as_the_linux_x86_policy():
 
 
 def test_the_exercises_page_says_check_runs_the_visible_tests_only_in_checks_own_words():
-    from autograder.grading.check import HIDDEN_LATER
+    from autograder.frontends.check import HIDDEN_LATER
 
     text = re.sub(r"\s+", " ", prose(_page("exercises.md")))
     assert "visible tests only" in text

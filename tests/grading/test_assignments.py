@@ -16,9 +16,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading import feedback, sandbox
-from autograder.grading import notebook as nbtools
-from autograder.grading.check import check_notebook as run_notebook
+from autograder.results import feedback
+from autograder.sandbox import host as sandbox
+from autograder.submission import notebook as nbtools
+from autograder.frontends.check import check_notebook as run_notebook
 from tests.conftest import (EXERCISES, SOLUTIONS, assignments, graded_as_a_batch, graded_together, notebook_for,
                             undecided_speed)
 from tests import wrong_answers

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from autograder.grading import grade
+from autograder.frontends import grade
 from tests.files.hostile.catalogue import CORRECT_DOUBLE, CORRECT_WORD, TINY_SOURCE, answers
 from tests.grading.test_hostile import LIMITS
 

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from autograder.grading import notebook as nbtools
+from autograder.submission import notebook as nbtools
 from tests import wrong_answers
 from tests.conftest import SOLUTIONS, assignments, notebook_for
 from tests.wrong_answers import ENGINE_EXERCISE, ENGINE_HOSTILE_CLASSES, HOSTILE_CLASSES

@@ -16,7 +16,8 @@ import threading
 
 import pytest
 
-from autograder.grading import grade, sandbox
+from autograder.frontends import grade
+from autograder.sandbox import host as sandbox
 from tests.files.hostile.catalogue import CASES, PROBE_FILE, SECRET_ENV, TINY_SOURCE, Context
 
 LIMITS = sandbox.Limits(cell_timeout_s=8, notebook_timeout_s=90, memory_mb=768, output_kb=256,

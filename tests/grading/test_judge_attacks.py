@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading import sandbox
+from autograder.sandbox import host as sandbox
 from tests.conftest import graded_as_a_batch, undecided_speed
 
 pytestmark = pytest.mark.slow

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading import grade
+from autograder.frontends import grade
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
 
@@ -235,7 +235,7 @@ def test_a_scratch_run_leaves_the_courses_feedback_alone(tmp_path, monkeypatch, 
     """Only a grade whose --out is inside the course (or --nbgrader-feedback) writes its feedback/;
     --no-nbgrader-feedback keeps it untouched even then."""
     from autograder import cli
-    from autograder.grading.results import Results, TestResult
+    from autograder.results.results import Results, TestResult
 
     monkeypatch.setattr(grade.sandbox, "run_submission", lambda submission, source, **kw: Results(
         tests=[TestResult("test-double", 3.0, 3.0), TestResult("test-word", 2.0, 2.0)]))

@@ -16,8 +16,8 @@ import json
 import pytest
 
 from autograder.checks.hardware import ONEDNN_ENV, onednn_status
-from autograder.grading import notebook as nbtools
-from autograder.grading import pipeline
+from autograder.submission import notebook as nbtools
+from autograder.frontends import pipeline
 from tests.conftest import EXERCISES, SOLUTIONS, assignments, graded_together, notebook_for, undecided_speed
 
 pytestmark = pytest.mark.slow

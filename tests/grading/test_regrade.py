@@ -12,8 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading import notebook as nbtools
-from autograder.grading import pipeline
+from autograder.submission import notebook as nbtools
+from autograder.frontends import pipeline
 from tests.conftest import SOLUTIONS, notebook_for
 
 pytestmark = pytest.mark.slow

@@ -1,0 +1,2 @@
+"""Results and their outputs: the results of a grade (``results``: Gradescope's shape),
+feedback pages (``feedback``), gradebook ``exporters`` (nbgrader, Canvas, Moodle)."""

@@ -1,0 +1,632 @@
+"""The sandbox's inside: the worker that runs one submission, and the kernel launcher.
+
+``python -m autograder.sandbox.worker worker`` is started by
+:func:`autograder.sandbox.host.run_submission` (see there for the whole design).
+It reads one job (JSON) on stdin, isolates itself (new mount and network
+namespaces, a private tmpfs, hidden folders covered), starts the kernel
+through ``python -m autograder.sandbox.worker kernel``, runs the bootstrap
+cell, the learner's cells and each test cell -- asking the grader for the
+test's source only when it gets there -- and writes one JSON event per line
+on stdout, in the typed messages of :mod:`autograder.judge.protocol`: ``Test`` at each
+test cell (answered ``Source``, run it here, or ``Serve``, answer the judge's
+``Probe`` messages until ``End``), ``PartResult`` for an in-kernel test, ``Done``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from autograder.sandbox import integrity, scoring as runner
+from autograder.results.results import TestResult
+from autograder.sandbox.host import KERNEL_CONFIG_ENV, KERNEL_NAME, Limits, cgroup_pids, clean_env
+# The isolation (namespaces, mounts) and the kernel launcher live in their own
+# modules; this file stays the entry point and every name stays importable here.
+from autograder.sandbox.isolation import (  # noqa: F401
+    CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, MNT_DETACH, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID,
+    MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT, NO_ISOLATION_WARNING, SYS_PIVOT_ROOT, SYSTEM_PATHS, _bind, _check,
+    _enter_user_namespace, _libc, _locked_flags, _loopback_up, _mount, isolate_worker,
+)
+from autograder.sandbox.kernel import (  # noqa: F401
+    PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, KernelSeed, _drop_capabilities, _limit_and_exec, kernel_main,
+    kernel_manager_class,
+)
+from autograder.judge import protocol
+
+import nbformat  # noqa: E402,I001  (after autograder.sandbox.host, which keeps its import fast)
+
+
+def _kernel_spec(workdir: Path, config: dict) -> None:
+    spec_dir = workdir / ".tmp" / "jupyter" / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [sys.executable, "-m", "autograder.sandbox.worker", "kernel", "-f", "{connection_file}"],
+        "display_name": "Python 3 (autograder sandbox)",
+        "language": "python",
+        "env": {KERNEL_CONFIG_ENV: json.dumps(config)},
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+
+
+def _tasks_of(uid: int) -> int:
+    """Threads of every process ``uid`` runs (what RLIMIT_NPROC counts)."""
+    import psutil
+
+    total = 0
+    for proc in psutil.process_iter(["uids", "num_threads"]):
+        try:
+            if proc.info["uids"] and proc.info["uids"].real == uid:
+                total += proc.info["num_threads"] or 1
+        except psutil.Error:
+            continue
+    return total
+
+
+class _Watchdog(threading.Thread):
+    """Kills the kernel when its process tree breaks the process or memory limit."""
+
+    def __init__(self, get_pid, limits: Limits, memory_cgroup: str, pids_cgroup: str, *,
+                 shim: bool = False) -> None:
+        super().__init__(daemon=True)
+        self.get_pid = get_pid
+        # The kernel's PID-namespace shim is the grader's: its memory is not the notebook's (a warm
+        # shim is a fork of the worker, its resident pages all shared with it).
+        self.shim = shim
+        self.limits = limits
+        self.memory_cgroup = Path(memory_cgroup) if memory_cgroup else None
+        self.pids_cgroup = Path(pids_cgroup) if pids_cgroup else None
+        self.reason = ""
+        self.stopped = threading.Event()
+        self.baseline_fork_failures = self._fork_failures()
+
+    def _fork_failures(self) -> int:
+        if self.pids_cgroup is None:
+            return 0
+        try:
+            for line in (self.pids_cgroup / "pids.events").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "max":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def memory_limit_hit(self) -> bool:
+        if self.memory_cgroup is None:
+            return False
+        for name in ("memory.events", "memory.failcnt"):
+            try:
+                text = (self.memory_cgroup / name).read_text()
+            except OSError:
+                continue
+            if name == "memory.failcnt":
+                return int(text.strip() or 0) > 0
+            for line in text.splitlines():
+                key, _, value = line.partition(" ")
+                if key in ("max", "oom_kill") and int(value) > 0:
+                    return True
+        return False
+
+    def run(self) -> None:
+        """Every 0.1 s, read the pids cgroup's refused forks; without both cgroups (which cap the
+        tree's tasks and memory themselves), also walk the kernel's tree, a scan of all of /proc,
+        to count its processes and their memory."""
+        import psutil
+
+        walk = self.pids_cgroup is None or self.memory_cgroup is None
+        while not self.stopped.wait(0.1):
+            pid = self.get_pid()
+            if not pid:
+                continue
+            tree = []
+            if walk:
+                try:
+                    kernel = psutil.Process(pid)
+                    tree = [kernel] + kernel.children(recursive=True)
+                except psutil.Error:
+                    continue
+            if self._fork_failures() > self.baseline_fork_failures or len(tree) > self.limits.max_processes:
+                self.reason = (f"the notebook started more than {self.limits.max_processes} processes "
+                               "(a fork bomb?) and was stopped")
+            elif self.memory_cgroup is None:
+                rss = 0
+                for proc in tree[1:] if self.shim else tree:
+                    try:
+                        rss += proc.memory_info().rss
+                    except psutil.Error:
+                        pass
+                if rss > self.limits.memory_mb * 2**20:
+                    self.reason = f"the notebook used more than {self.limits.memory_mb} MB of memory and was stopped"
+            if self.reason:
+                self.kill_kernel_tree(pid)
+                return
+
+    @staticmethod
+    def kill_kernel_tree(pid: int) -> None:
+        """Kill the kernel and everything under it, including children born while killing.
+
+        The kernel leads its own process group (jupyter_client starts it in a new
+        session), so one ``killpg`` reaches a fork bomb's copies at once; the
+        worker is a child subreaper, so anything that escaped the group is still
+        among its descendants for the sweep that follows."""
+        import psutil
+
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        me = psutil.Process()
+        for _ in range(100):
+            victims = [p for p in me.children(recursive=True) if p.pid != os.getpid()]
+            if not victims:
+                return
+            for victim in victims:
+                try:
+                    victim.kill()
+                except psutil.Error:
+                    pass
+            psutil.wait_procs(victims, timeout=0.05)
+
+
+def _output_size(msg: dict) -> int:
+    content = msg.get("content", {})
+    if msg.get("msg_type") == "stream":
+        return len(content.get("text", ""))
+    data = content.get("data") or {}
+    return sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in data.values())
+
+
+def _make_client_class():
+    import asyncio
+
+    from jupyter_core.utils import ensure_async, run_sync
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError
+
+    class LimitedClient(NotebookClient):
+        """nbclient that caps a cell's output and interrupts a cell out of time.
+
+        Output beyond ``output_cap`` bytes is dropped (and the cell noted in
+        ``overflowed``).  A cell over its time is interrupted and its reply
+        awaited as usual, so the kernel's message streams stay in step and
+        later cells run normally (the cell is noted in ``timed_out``); only a
+        kernel that ignores the interrupt for ``interrupt_grace_s`` raises
+        ``CellTimeoutError``."""
+
+        output_cap = 1 << 20
+        interrupt_grace_s = 10.0
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.output_used: dict[int, int] = {}
+            self.overflowed: set[int] = set()
+            self.timed_out: set[int] = set()
+            self.replies: dict[int, dict] = {}  # cell index -> the kernel's execute_reply content
+            self._current = -1
+            self._interrupted_at: float | None = None
+
+        async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
+            self._current, self._interrupted_at = cell_index, None
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+
+        execute_cell = run_sync(async_execute_cell)
+
+        async def _check_raise_for_error(self, cell, cell_index, exec_reply):
+            if exec_reply is not None:
+                self.replies[cell_index] = dict(exec_reply.get("content", {}))
+            return await super()._check_raise_for_error(cell, cell_index, exec_reply)
+
+        async def _async_handle_timeout(self, timeout, cell=None):
+            now = time.monotonic()
+            if self._interrupted_at is None:
+                self._interrupted_at = now
+                self.timed_out.add(self._current)
+                await ensure_async(self.km.interrupt_kernel())
+            elif now - self._interrupted_at > self.interrupt_grace_s:
+                raise CellTimeoutError.error_from_timeout_and_cell("Cell execution timed out", timeout, cell)
+            await asyncio.sleep(0.1)
+            return None
+
+        def output(self, outs, msg, display_id, cell_index):
+            if msg.get("msg_type") != "error":
+                used = self.output_used.get(cell_index, 0) + _output_size(msg)
+                self.output_used[cell_index] = used
+                if used > self.output_cap:
+                    self.overflowed.add(cell_index)
+                    return None
+            return super().output(outs, msg, display_id, cell_index)
+
+    return LimitedClient
+
+
+class _Worker:
+    """Runs a job's cells in one sandboxed kernel and streams part results."""
+
+    def __init__(self, job: dict, proto_out, proto_in, *, warm: bool = False) -> None:
+        self.job = job
+        self.warm = warm  # forked by the zygote: the kernel is a seed forked after isolation
+        self.limits = Limits(**job["limits"])
+        self.workdir = Path(job["workdir"])
+        self.out = proto_out
+        self.inp = proto_in
+        self.token = ""  # made after the kernel seed is forked (the seed must not hold it)
+        self.seed = None
+        self.kernel_has_shim = False
+        self.nb = nbformat.v4.new_notebook()
+        self.client = None
+        self.watchdog: _Watchdog | None = None
+        self.sandbox: dict = {}
+        self.profile: dict | None = None
+        self.frozen: dict[str, str] = {}  # frozen name -> how it is frozen ("NAME" or "state:NAME")
+        self.stopped: dict = {}  # pid -> psutil.Process, what freeze(True) stopped
+
+    def send(self, message) -> None:
+        self.out.write(protocol.encode(message))
+        self.out.flush()
+
+    def reach_test(self, grade_id: str, pending: str):
+        """Tell the grader a test cell is next; it answers Source (run it here) or Serve (the judge asks)."""
+        self.send(protocol.Test(grade_id, pending))
+        return protocol.decode(self.inp.readline(), protocol.Source, protocol.Serve)
+
+    def serve_probes(self) -> str:
+        """Run the judge's probes in the kernel until End; the kernel is stopped (SIGSTOP) between them,
+        so nothing of the learner's runs while the judge computes or times its own side.  Returns why
+        the kernel died ("" if it did not)."""
+        from nbclient.exceptions import DeadKernelError
+
+        dead = ""
+        self.freeze(True)
+        try:
+            while True:
+                message = protocol.decode(self.inp.readline(), protocol.Probe, protocol.End)
+                if isinstance(message, protocol.End):
+                    break
+                if dead:
+                    result = protocol.ProbeResult(_probe_error("KernelDied", dead), 0.0)
+                else:
+                    try:
+                        result = self.run_probe(message)
+                    except DeadKernelError:
+                        dead = self.death_reason("a hidden test's call of your code")
+                        result = protocol.ProbeResult(_probe_error("KernelDied", dead), 0.0)
+                self.send(result)
+        finally:
+            self.freeze(False)
+        return dead
+
+    def run_probe(self, message) -> "protocol.ProbeResult":
+        """One probe as one cell, timed here (outside the kernel) from request to reply."""
+        token = "AGP" + secrets.token_hex(12)
+        request = json.dumps(asdict(message)).encode()
+        folder = self.workdir / ".tmp"
+        (folder / f"{token}.req").write_bytes(request)  # the kernel is stopped: it reads the file once running
+        source = (f"__import__('autograder.checks.probe', fromlist=['serve']).serve({token!r}, "
+                  f"{str(folder)!r}, {hashlib.sha256(request).hexdigest()!r})")
+        self.freeze(False)
+        try:
+            start = time.perf_counter()
+            cell, index = self.run_cell(source, store_history=False)
+            wall = time.perf_counter() - start
+        finally:
+            self.freeze(True)
+        answer = self.take_answer(folder / f"{token}.ans")
+        (folder / f"{token}.req").unlink(missing_ok=True)
+        if index in self.client.timed_out:
+            return protocol.ProbeResult(_probe_error(
+                "Timeout", f"your code ran longer than {self.limits.cell_timeout_s:g} s and was stopped"), wall)
+        if answer is not None and len(answer) <= self.limits.output_kb * 1024:
+            return protocol.ProbeResult(answer, wall)
+        if answer is not None:
+            return protocol.ProbeResult(_probe_error(
+                "Output", f"your code returned more than {self.limits.output_kb} KB of data; return less"), wall)
+        if index in self.client.overflowed:
+            return protocol.ProbeResult(_probe_error(
+                "Output", f"your code printed more than {self.limits.output_kb} KB; print less"), wall)
+        return protocol.ProbeResult(_probe_error("NoAnswer", "the call of your code did not return (did it "
+                                                 "change how cells run or print?)"), wall)
+
+    def take_answer(self, path: Path) -> str | None:
+        """The probe's answer file, removed (None when there is none); read no further than one byte
+        past the limit, so a huge file cannot fill this worker's memory."""
+        try:
+            with open(path, "rb") as f:
+                data = f.read(self.limits.output_kb * 1024 + 1)
+            path.unlink()
+        except OSError:
+            return None
+        return data.decode("utf-8", "replace")
+
+    def freeze(self, stop: bool) -> None:
+        """SIGSTOP the kernel's process group and every process under this worker, or SIGCONT
+        them all again.
+
+        Stopping lists the descendants (one scan of /proc) and stops each on its own, then looks
+        again (in the pids cgroup's list when there is one, one file, else by another scan) until
+        it finds none new: a process forked between a scan and its parent's stop is caught by the
+        next, and once all are stopped none can fork. Each is signalled on its own, so one that
+        exits meanwhile cannot leave the others running. Continuing needs no scan: nothing under
+        a stopped tree was born since, so it continues exactly those stopped (psutil refuses a
+        PID that was reused)."""
+        import psutil
+
+        signum = signal.SIGSTOP if stop else signal.SIGCONT
+        pid = self.kernel_pid()
+        try:
+            if pid and os.getpgid(pid) != os.getpgid(0):  # never this worker's own group
+                os.killpg(os.getpgid(pid), signum)
+        except OSError:
+            pass
+        if not stop:
+            for proc in self.stopped.values():
+                try:
+                    proc.send_signal(signum)
+                except psutil.Error:
+                    pass
+            self.stopped = {}
+            return
+        scanned = False
+        while True:
+            if scanned and self._cgroup_holds_only(self.stopped):
+                return
+            try:
+                new = [p for p in psutil.Process().children(recursive=True) if p.pid not in self.stopped]
+            except psutil.Error:
+                new = []
+            scanned = True
+            if not new:
+                return
+            for proc in new:
+                try:
+                    proc.send_signal(signum)
+                except psutil.Error:
+                    pass
+                self.stopped[proc.pid] = proc
+
+    def _cgroup_holds_only(self, stopped: dict) -> bool:
+        """Whether this worker's pids cgroup holds no process but this worker and ``stopped``: one
+        file read, where a second scan of /proc costs as much as the first. False without the cgroup."""
+        path = self.job.get("pids_cgroup")
+        procs = cgroup_pids(path) if path else None
+        return procs is not None and procs <= {os.getpid(), *stopped}
+
+    def kernel_pid(self) -> int | None:
+        km = getattr(self.client, "km", None)
+        provisioner = getattr(km, "provisioner", None)
+        return getattr(provisioner, "pid", None) or getattr(getattr(provisioner, "process", None), "pid", None)
+
+    def run_cell(self, source: str, *, timeout: float | None = None, store_history: bool = True):
+        cell = nbformat.v4.new_code_cell(source)
+        self.nb.cells.append(cell)
+        index = len(self.nb.cells) - 1
+        old = self.client.timeout
+        if timeout is not None:
+            self.client.timeout = timeout
+        try:
+            self.client.execute_cell(cell, index, store_history=store_history)
+        finally:
+            self.client.timeout = old
+        return cell, index
+
+    def check_integrity(self, names: list[str] | None, *, freeze: list[str] | None = None,
+                        label: str = "") -> list[str]:
+        """The integrity report (frozen names included); ``freeze`` first records those names."""
+        if freeze is not None:
+            self.frozen.update({entry.removeprefix("state:"): entry for entry in freeze})
+        cell, _ = self.run_cell(integrity.verify_source(self.token, names, freeze=freeze, label=label),
+                                timeout=60, store_history=False)
+        return integrity.parse_report(runner.stdout_of(cell), self.token)
+
+    def frozen_rebound(self, test_source: str) -> list[str]:
+        """Frozen names a test cell bound again (its own objects are the grader's)."""
+        return sorted(self.frozen[n.removeprefix("state:")] for n in integrity.bound_names(test_source)
+                      if n.removeprefix("state:") in self.frozen)
+
+    def setup(self) -> dict:
+        info = {"cgroups": "pids and memory" if self.job.get("cgroups") else "none (psutil watchdog)",
+                "network": "audit hook", "filesystem": "audit hook", "hidden": []}
+        try:
+            for path in self.job.get("cgroups", []):
+                (Path(path) / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            info["cgroups"] = "none (psutil watchdog)"
+            self.job["memory_cgroup"] = self.job["pids_cgroup"] = ""
+        # Without a memory cgroup the watchdog kills the kernel at the limit (as the
+        # cgroup would); RLIMIT_DATA at twice that is only a backstop.  RLIMIT_NPROC
+        # counts all of a user's tasks (root is exempt), so it allows those running now.
+        config = {"rlimit_data": 0 if self.job.get("memory_cgroup") else 2 * self.limits.memory_mb * 2**20,
+                  "rlimit_fsize": self.limits.disk_mb * 2**20,
+                  "rlimit_nproc": self.limits.max_processes + _tasks_of(os.getuid()),
+                  "drop_caps": os.geteuid() == 0, "pid_namespace": False}
+        if self.job.get("isolate"):
+            try:
+                info.update(isolate_worker(self.workdir, self.job.get("allow_paths", []), self.limits))
+                config["drop_caps"] = True
+                config["pid_namespace"] = True
+                self.kernel_has_shim = True
+                info["processes"] = "own PID namespace, no capabilities"
+            except OSError as exc:
+                info["namespaces"] = f"unavailable ({exc.strerror or exc})"
+                info["warning"] = NO_ISOLATION_WARNING
+        for sub in ("matplotlib", "ipython", "jupyter-runtime", "jupyter-config", "jupyter-data"):
+            (self.workdir / ".tmp" / sub).mkdir(parents=True, exist_ok=True)
+        _kernel_spec(self.workdir, config)
+        if self.warm:  # now: isolated, limits known, and still one thread
+            self.seed = KernelSeed(config)
+        info["kernel"] = "forked with its imports done (warm)" if self.warm else "a fresh interpreter"
+        return info
+
+    def run(self) -> None:
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        self.sandbox = self.setup()
+        self.token = "AG" + secrets.token_hex(12)
+        client_class = _make_client_class()
+        manager = {"kernel_manager_class": kernel_manager_class(self.seed)}
+        # History in memory: IPython's history.sqlite would put test cells on the sandbox's disk.
+        self.client = client_class(self.nb, timeout=self.limits.cell_timeout_s, kernel_name=KERNEL_NAME,
+                                   allow_errors=True, shutdown_kernel="immediate", **manager,
+                                   extra_arguments=["--HistoryManager.hist_file=:memory:"],
+                                   resources={"metadata": {"path": str(self.workdir)}})
+        self.client.output_cap = self.limits.output_kb * 1024
+        env = clean_env(self.workdir)
+        note = ""
+        pending = ""  # a limit an earlier cell hit: the next test reports it
+        tampered: list[str] = []
+        label = "the first cell"
+        self.watchdog = _Watchdog(self.kernel_pid, self.limits, self.job.get("memory_cgroup", ""),
+                                  self.job.get("pids_cgroup", ""), shim=self.kernel_has_shim)
+        try:
+            with self.client.setup_kernel(env=env, cwd=str(self.workdir),
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+                self.watchdog.start()
+                boot, _ = self.run_cell(integrity.bootstrap_source(
+                    self.token, hidden_dirs=self.job["hidden_dirs"], include_tf=self.job["include_tf"],
+                    allow=self.job.get("keep_paths", []), writable=[str(self.workdir)]),
+                    timeout=max(120.0, self.limits.cell_timeout_s), store_history=False)
+                ready = runner.after_token(runner.stdout_of(boot), self.token + "ready")
+                if ready is None:
+                    raise RuntimeError("the grader's bootstrap cell failed: " + _error_text(boot))
+                self.profile = json.loads(ready)
+                for spec in self.job["cells"]:
+                    label = spec["label"]
+                    if spec["kind"] in ("code", "locked"):
+                        pending = self.run_learner_cell(spec["source"], label) or pending
+                        if spec["kind"] == "locked" and not tampered:
+                            tampered = self.check_integrity([], freeze=spec["binds"], label=label)
+                        continue
+                    reply = self.reach_test(spec["grade_id"], pending)
+                    if isinstance(reply, protocol.Serve):
+                        if not tampered:  # the locked cells' names are still theirs (the judge's probes call them)
+                            tampered = self.check_integrity([])
+                        dead = self.serve_probes()
+                        if not tampered and not dead:  # the probes must not have changed the checks or locked names
+                            tampered = self.check_integrity([], label=label)
+                        self.send(protocol.Checked(list(tampered)))
+                        if dead:
+                            raise DeadKernelError(dead)
+                        pending = ""
+                        continue
+                    source = reply.source
+                    names = integrity.global_names(source)
+                    if not tampered:
+                        tampered = self.check_integrity(names)
+                    sentinel = runner.new_sentinel()
+                    # Not in the kernel's history: a later cell must not find hidden tests in In/_ih.
+                    cell, index, stopped = self.run_limited(runner.with_sentinel(source, sentinel), label,
+                                                            store_history=False)
+                    if not tampered:
+                        # The test's own bindings are the grader's: they stay frozen from here on.
+                        tampered = self.check_integrity(names, freeze=self.frozen_rebound(source), label=label)
+                    self.send(protocol.PartResult(**asdict(self.score(spec, cell, index, pending or stopped,
+                                                                      tampered, sentinel))))
+                    pending = ""
+        except CellTimeoutError:
+            note = (f"{label} ran longer than {self.limits.cell_timeout_s:g} s, did not stop when "
+                    "interrupted, and was killed; later cells did not run")
+        except DeadKernelError:
+            note = self.death_reason(label)
+        except (TypeError, KeyError, ValueError) as exc:  # a reply that is not a Jupyter message
+            note = (f"grading stopped in {label}: the kernel's replies could not be read ({exc.__class__.__name__}); "
+                    "a notebook must not change json, the kernel or its messages")
+        finally:
+            self.watchdog.stopped.set()
+        self.send(protocol.Done(note, self.sandbox, self.profile))
+
+    def death_reason(self, label: str) -> str:
+        if self.watchdog is not None and self.watchdog.reason:
+            what = self.watchdog.reason
+        elif self.watchdog is not None and self.watchdog.memory_limit_hit():
+            what = f"the notebook used more than {self.limits.memory_mb} MB of memory and was stopped"
+        else:
+            what = "the kernel died (a crash, sys.exit/os._exit or running out of memory)"
+        return f"{what} in {label}; later cells did not run"
+
+    def run_limited(self, source: str, label: str, *, store_history: bool = True):
+        """Run a cell; return it, its index and the message of a time limit it broke."""
+        cell, index = self.run_cell(source, store_history=store_history)
+        if index in self.client.timed_out:
+            return cell, index, (f"{label} ran longer than {self.limits.cell_timeout_s:g} s and was "
+                                 "stopped (an infinite loop?); make it finish faster")
+        return cell, index, ""
+
+    def run_learner_cell(self, source: str, label: str) -> str:
+        """Run one learner cell; return a limit message for the next test, if one was hit."""
+        cell, index, stopped = self.run_limited(source, label)
+        if stopped:
+            return stopped
+        if index in self.client.overflowed:
+            return (f"{label} printed more than {self.limits.output_kb} KB of output; "
+                    "print less (a summary, not every value)")
+        reply = self.client.replies.get(index) or {}
+        error = (reply["ename"], reply.get("evalue", "")) if reply.get("status") == "error" else runner.error_of(cell)
+        if error and error[0] == "MemoryError":
+            return f"{label} ran out of memory (limit {self.limits.memory_mb} MB)"
+        if error and error[0] in ("SystemExit",):
+            return f"{label} called sys.exit(); remove it, a notebook must run to the end"
+        return ""
+
+    def score(self, spec: dict, cell, index: int, pending: str, tampered: list[str], sentinel: str) -> TestResult:
+        gid, points = spec["grade_id"], spec["points"]
+        if tampered:
+            return TestResult(gid, 0.0, points, integrity.message(tampered), "visible", "failed")
+        if index in self.client.overflowed:
+            return TestResult(gid, 0.0, points, f"this test printed more than {self.limits.output_kb} KB of "
+                              "output (does your function print in a loop?); print less", "visible", "failed")
+        if pending:  # a limit broken by this part's cells costs the part, whatever the test found
+            return TestResult(gid, 0.0, points, pending, "visible", "failed")
+        return runner.score_test(cell, grade_id=gid, points=points, reply=self.client.replies.get(index),
+                                 sentinel=sentinel)
+
+
+def _probe_error(ename: str, message: str) -> str:
+    return json.dumps({"error": {"type": ename, "message": message}})
+
+
+def _error_text(cell) -> str:
+    error = runner.error_of(cell)
+    if error:
+        return f"{error[0]}: {error[1]}"
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    return text[-500:] or "no output"
+
+
+def worker_main(*, warm: bool = False) -> int:
+    """``python -m autograder.sandbox.worker worker``: one job on stdin, events on stdout
+    (``warm``: forked by :mod:`autograder.sandbox.warm_start`'s zygote)."""
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the grader
+    _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the kernel stay our descendants
+    proto_out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # nothing printed by libraries can corrupt the event stream
+    proto_in = sys.stdin
+    job = json.loads(proto_in.readline())
+    worker = _Worker(job, proto_out, proto_in, warm=warm)
+    try:
+        worker.run()
+    except Exception as exc:  # report, don't hang the grader
+        worker.send(protocol.Done(f"the sandbox failed: {exc.__class__.__name__}: {exc}", worker.sandbox))
+        raise
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["worker"]:
+        return worker_main()
+    if argv[:1] == ["kernel"]:
+        return kernel_main(argv[1:])
+    print("usage: python -m autograder.sandbox.worker (worker | kernel -f CONNECTION_FILE); "
+          "the grade command starts these", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
