@@ -23,6 +23,7 @@ from autograder.submission import notebook as nbtools
 from autograder.frontends import pipeline
 from autograder.submission.limits import with_overrides
 from autograder.results.results import Results
+from autograder.submission.assignment import files_beside, load_assignment, select_parts
 
 MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERR ", "inconclusive": "????", "skipped": "SKIP", "missing": "MISS"}
 NO_PARTS = "no graded parts found: is this an exercise notebook from exercises/?"
@@ -102,8 +103,8 @@ def check_notebook(path: str | Path, *, source: str | Path | None = None, parts:
     path = Path(path)
     nbtools.load(path)  # a missing, non-notebook or folder path is a usage error, said in one line
     source_path = Path(source) if source else path
-    assignment = pipeline.load_assignment(source_path, data_files=pipeline.files_beside(path))
-    only = pipeline.select_parts(assignment, parts)
+    assignment = load_assignment(source_path, data_files=files_beside(path))
+    only = select_parts(assignment, parts)
     limits = with_overrides(assignment.limits, {"cell_timeout_s": cell_timeout_s})
     results = pipeline.grade_notebook(path, assignment, limits=limits, isolate=False, only_parts=only)
     results.notebook = str(path)

@@ -45,6 +45,9 @@ from autograder.frontends import grade as grading, pipeline
 from autograder.sandbox import host as sandbox
 from autograder.results.exporters.base import Row
 from autograder.results.results import Results
+from autograder.submission.assignment import Assignment, load_assignment
+from autograder.submission.folders import Submission
+from autograder.submission.restore import MAX_NOTEBOOK_BYTES
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -126,7 +129,7 @@ def run_on_cluster(client: Client, batch: grading.Batch) -> None:
                          "run the same command again to grade them")
 
 
-def assignment_payload(assignment: pipeline.Assignment) -> dict:
+def assignment_payload(assignment: Assignment) -> dict:
     """The assignment as plain data: its source notebook and data files (folders as
     their files), with a digest that names the unpacked copy on a worker."""
     files: dict[str, bytes] = {}
@@ -142,14 +145,14 @@ def assignment_payload(assignment: pipeline.Assignment) -> dict:
     return {"name": assignment.name, "source": source, "files": files, "digest": digest.hexdigest()}
 
 
-def submission_payload(sub: grading.Submission) -> dict | None:
+def submission_payload(sub: Submission) -> dict | None:
     """The submission as plain data, or None when its notebook cannot be sent (unreadable,
     or over the size limit the sandbox refuses anyway)."""
     payload = {"notebook_name": None, "notebook": None, "problem": sub.problem}
     if sub.notebook is None:
         return payload
     try:
-        if sub.notebook.stat().st_size > sandbox.MAX_NOTEBOOK_BYTES:
+        if sub.notebook.stat().st_size > MAX_NOTEBOOK_BYTES:
             return None
         payload.update(notebook_name=sub.notebook.name, notebook=sub.notebook.read_bytes())
     except OSError:
@@ -196,7 +199,7 @@ def grade_on_worker(submission: dict, assignment: dict, limits: dict, isolate: b
     folders (source, submissions, out), hidden too in case this worker shares its
     filesystem; the unpacked assignment and the submission's folder are hidden as well."""
     source = _unpacked(assignment)
-    loaded = pipeline.load_assignment(source)
+    loaded = load_assignment(source)
     with tempfile.TemporaryDirectory(prefix="autograder-submission-") as tmp:
         notebook = None
         if submission["notebook"] is not None:

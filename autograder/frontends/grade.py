@@ -51,48 +51,9 @@ from autograder.results.exporters.base import Graded, Roster, Row, read_timestam
 from autograder.submission.limits import with_overrides
 from autograder.submission.notebook import GradedPart
 from autograder.results.results import Results, graded_files, read_results, submission_status, zero_results
-
-
-
-@dataclass
-class Submission:
-    student: str
-    assignment: str
-    folder: Path
-    notebook: Path | None
-    problem: str = ""
-    skip: str = ""  # why it is not graded (another exercise's notebook): scored 0, status "skipped"
-
-
-def _student_dirs(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-def find_submissions(root: Path, assignment: str | None = None,
-                     students: list[str] | None = None) -> list[Submission]:
-    """Every ``<student>/<assignment>/`` folder under ``root``, sorted, with its notebook
-    found by :func:`autograder.frontends.pipeline.find_notebook`; only ``assignment``'s and
-    ``students``' when given."""
-    found = []
-    for student_dir in _student_dirs(root):
-        if students and student_dir.name not in students:
-            continue
-        for folder in sorted(p for p in student_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            if assignment and folder.name != assignment:
-                continue
-            notebook, problem = pipeline.find_notebook(folder, folder.name)
-            found.append(Submission(student_dir.name, folder.name, folder, notebook, problem))
-    return found
-
-
-def check_students(root: Path, students: list[str] | None) -> None:
-    """A usage error naming a few known ids when a ``--student`` has no folder under ``root``."""
-    known = [p.name for p in _student_dirs(root)]
-    unknown = [s for s in students or [] if s not in known]
-    if unknown:
-        shown = ", ".join(known[:5]) + (" ..." if len(known) > 5 else "")
-        raise UsageError(f"--student {unknown[0]}: no such student folder in {root}; "
-                         f"students there: {shown or 'none'}")
+from autograder.submission.assignment import Assignment, load_assignment
+from autograder.submission.folders import Submission, check_students, find_submissions
+from autograder.submission.restore import MAX_NOTEBOOK_BYTES
 
 
 def grade_ids(notebook: Path) -> set[str] | None:
@@ -100,7 +61,7 @@ def grade_ids(notebook: Path) -> set[str] | None:
     notebook of a sane size (the sandbox then says what is wrong with it)."""
     try:
         info = notebook.stat()
-        if not stat.S_ISREG(info.st_mode) or info.st_size > sandbox.MAX_NOTEBOOK_BYTES:
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_NOTEBOOK_BYTES:
             return None  # a FIFO would block the grader; the sandbox refuses a huge one
         cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
     except (OSError, ValueError, AttributeError, RecursionError, MemoryError):
@@ -274,7 +235,7 @@ class Batch:
     out: Path
     subs: list[Submission]  # every submission found (grades.csv covers them all)
     todo: list[Submission]  # those not graded yet (or all, with force)
-    assignments: dict[str, pipeline.Assignment]
+    assignments: dict[str, Assignment]
     hidden: list[Path]  # folders no submission may read: source, submissions, out
     limits: sandbox.Limits | None  # None: each assignment's own (grading.toml), with limit_overrides on top
     isolate: bool
@@ -355,8 +316,8 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
         sub.skip = unknown_reason(sorted(known))
     subs = [sub for sub in subs if sub.assignment in known]
     if not subs:  # nothing names a known assignment: the source folder is the wrong one
-        pipeline.load_assignment(source_root / unknown[0].assignment / f"{unknown[0].assignment}.ipynb")
-    assignments = {name: pipeline.load_assignment(source_root / name / f"{name}.ipynb")
+        load_assignment(source_root / unknown[0].assignment / f"{unknown[0].assignment}.ipynb")
+    assignments = {name: load_assignment(source_root / name / f"{name}.ipynb")
                    for name in sorted({s.assignment for s in subs})}
     for sub in subs:
         if sub.notebook is not None:
@@ -478,7 +439,7 @@ def _write_exports(batch: Batch, skipped: list[Row], exports: list[str] | None, 
     return [*graded.rows, *graded.skipped]
 
 
-def _not_submitted(rows: list[Row], assignments: dict[str, pipeline.Assignment], roster: Roster | None) -> list[Row]:
+def _not_submitted(rows: list[Row], assignments: dict[str, Assignment], roster: Roster | None) -> list[Row]:
     """A 0 row, status ``missing``, for each rostered student with no result of an assignment
     that has results (as nbgrader's gradebook gives a 0); none without a roster.  Not written
     as a results.json: a later submission is graded as any other."""

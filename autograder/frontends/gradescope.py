@@ -25,6 +25,8 @@ from autograder.atomic import write_atomic
 from autograder.errors import UsageError
 from autograder.frontends import pipeline
 from autograder.results.results import Results
+from autograder.submission.assignment import load_assignment
+from autograder.submission.folders import find_notebook
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the installed autograder package
 # What Gradescope accepts for a test's "visibility".
@@ -90,7 +92,7 @@ def build_zip(assignment: str, out: Path | str, *, source_root: Path | str | Non
         names = ", ".join(sorted(p.name for p in source_root.iterdir() if p.is_dir())) if source_root.is_dir() else ""
         raise UsageError(f"no source notebook {folder / f'{assignment}.ipynb'}"
                          + (f"; assignments are: {names}" if names else "; give --source"))
-    pipeline.load_assignment(folder / f"{assignment}.ipynb")  # a broken source is the instructor's error, said now
+    load_assignment(folder / f"{assignment}.ipynb")  # a broken source is the instructor's error, said now
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         def add_text(name: str, text: str | bytes, mode: int = 0o644) -> None:
@@ -134,13 +136,13 @@ def grade_gradescope(assignment: str, submission: Path, results_path: Path, sour
     """Grade a Gradescope submission folder into ``results_path``; never raises for the submission."""
     _check_visibility(hidden_visibility)
     try:
-        spec = pipeline.load_assignment(Path(source_root) / assignment / f"{assignment}.ipynb")
+        spec = load_assignment(Path(source_root) / assignment / f"{assignment}.ipynb")
     except Exception as exc:  # even the source failing to load leaves a results.json
         write_atomic(results_path, json.dumps({
             "score": 0, "tests": [],
             "output": f"the autograder failed ({exc.__class__.__name__}: {exc}); please tell your instructor"}))
         raise
-    notebook, _ = pipeline.find_notebook(Path(submission), assignment)
+    notebook, _ = find_notebook(Path(submission), assignment)
     results = pipeline.grade_notebook(notebook, spec, hidden_dirs=[Path(source_root).resolve()],
                                       problem=f"no notebook found: upload {assignment}.ipynb")
     for test in results.tests:

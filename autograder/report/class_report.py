@@ -28,9 +28,9 @@ from pathlib import Path
 
 from autograder.errors import UsageError
 from autograder.results import feedback
-from autograder.frontends import pipeline
 from autograder.submission import notebook as nbtools
 from autograder.results.results import Results, graded_files
+from autograder.submission.assignment import Assignment, HIDDEN_BEGIN, load_assignment
 
 STATUSES = ("passed", "failed", "inconclusive", "error", "missing", "skipped")
 SLOWEST = 10
@@ -155,7 +155,7 @@ def clauses_of(source: str) -> list[Clause]:
     lines = source.splitlines()
     hidden, inside = set(), False
     for number, line in enumerate(lines, 1):
-        if line.strip().startswith(pipeline.HIDDEN_BEGIN):
+        if line.strip().startswith(HIDDEN_BEGIN):
             inside = True
         elif line.strip().startswith(HIDDEN_END):
             inside = False
@@ -254,14 +254,14 @@ class ClassReport:
     similarity_threshold: float | None = None
 
 
-def _load_sources(source_root: Path | None, names: set[str]) -> dict[str, tuple[pipeline.Assignment, dict]]:
+def _load_sources(source_root: Path | None, names: set[str]) -> dict[str, tuple[Assignment, dict]]:
     """Each assignment's source (hidden lines) and its test cells' clauses by part."""
     found = {}
     for name in sorted(names):
         path = source_root / name / f"{name}.ipynb" if source_root else None
         if path is None or not path.is_file():
             continue
-        assignment = pipeline.load_assignment(path, data_files=[])
+        assignment = load_assignment(path, data_files=[])
         clauses = {}
         for cell in nbtools.load(path).cells:
             if nbtools.is_test_cell(cell):

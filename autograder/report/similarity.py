@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.errors import UsageError
-from autograder.frontends import grade, pipeline
 from autograder.submission import notebook as nbtools
+from autograder.submission.assignment import load_assignment
+from autograder.submission.folders import find_submissions
 
 DEFAULT_THRESHOLD = 0.8
 # nbgrader's default code stub, as nbgrader_config.py sets it (ClearSolutions.code_stub).
@@ -75,7 +76,7 @@ def answer_cells(nb) -> dict[str, str]:
 def class_answers(submissions: Path, assignment: str) -> dict[str, dict[str, str]]:
     """Each student's answer cells of ``assignment`` (unreadable notebooks are left out)."""
     found = {}
-    for sub in grade.find_submissions(submissions, assignment):
+    for sub in find_submissions(submissions, assignment):
         if sub.notebook is None:
             continue
         try:
@@ -167,7 +168,7 @@ def find_similar(submissions: Path | str, source_root: Path | str, assignments: 
     pairs = []
     for name in assignments:
         source = source_root / name / f"{name}.ipynb"
-        spec = pipeline.load_assignment(source, data_files=[])  # a usage error names a missing source
+        spec = load_assignment(source, data_files=[])  # a usage error names a missing source
         source_nb = nbtools.load(spec.source)
         template = {g: released_cell(code) for g, code in answer_cells(source_nb).items()}
         pairs += similar_pairs(name, class_answers(submissions, name), template, threshold,

@@ -60,15 +60,14 @@ import nbformat  # noqa: E402
 
 from autograder.checks import opbuild  # noqa: E402
 from autograder.sandbox import integrity  # noqa: E402
-from autograder.submission import notebook as nbtools  # noqa: E402
 from autograder.submission.limits import Limits  # noqa: E402,F401  (sandbox.Limits: where callers find it)
 from autograder.results.results import Results, TestResult, zero_results  # noqa: E402
 from autograder.judge import client as judge_client  # noqa: E402
 from autograder.sandbox import judged_parts, verdict, warm_start  # noqa: E402
 from autograder.sandbox.judged_parts import write as _write  # noqa: E402
 from autograder.judge import protocol  # noqa: E402
+from autograder.submission.restore import Prepared, prepare  # noqa: E402
 
-MAX_NOTEBOOK_BYTES = 200 * 1024 * 1024
 KERNEL_NAME = "autograder-sandbox"
 SANDBOX_PREFIX = "autograder-sandbox-"  # + the grader's pid: a dead grader's leftovers can be found
 
@@ -87,100 +86,6 @@ PASS_ENV = ("AUTOGRADER_PROFILE", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICE
 
 
 # --- the grader side ----------------------------------------------------------------
-
-
-@dataclass
-class Prepared:
-    """A submission turned into what the worker runs, or why it cannot run."""
-
-    parts: list[nbtools.GradedPart]
-    cells: list[dict] = field(default_factory=list)
-    tests: dict[str, str] = field(default_factory=dict)
-    missing_answers: dict[str, str] = field(default_factory=dict)  # test gid -> answer gid
-    include_tf: bool = False
-    notebook: Any = None
-    error: str = ""
-    judge_cells: list[str] = field(default_factory=list)  # the source's locked code cells, for the judge
-    judged: dict[str, str] = field(default_factory=dict)  # test gid -> the hidden test the judge runs
-
-
-def hidden_test_lines(source_nb) -> list[str]:
-    """Lines between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS`` in the source."""
-    return [line.strip() for cell in source_nb.cells if nbtools.is_test_cell(cell)
-            for line in judge_client.hidden_block(cell.source).splitlines() if line.strip()]
-
-
-def _answers_before_tests(source_nb) -> dict[str, list[str]]:
-    """For each test grade_id, the answer cells between it and the previous test."""
-    result: dict[str, list[str]] = {}
-    pending: list[str] = []
-    for cell in source_nb.cells:
-        gid = nbtools.nbgrader_meta(cell).get("grade_id")
-        if nbtools.is_answer_cell(cell) and gid:
-            pending.append(gid)
-        elif nbtools.is_test_cell(cell) and gid:
-            result[gid] = pending
-            pending = []
-    return result
-
-
-def prepare(submission: Path, source: Path, source_nb=None) -> Prepared:
-    """Read the submission (and the source notebook, unless ``source_nb`` is it, already
-    read); never raises for a bad submission."""
-    if source_nb is None:
-        source_nb = nbtools.load(source)  # the instructor's: a bad one is a usage error
-    parts = nbtools.graded_parts(source_nb)
-    prepared = Prepared(parts=parts)
-    try:
-        size = submission.stat().st_size
-    except OSError as exc:
-        prepared.error = f"the submission cannot be read ({exc.__class__.__name__})"
-        return prepared
-    if size > MAX_NOTEBOOK_BYTES:
-        prepared.error = (f"the notebook file is {size / 2**20:.0f} MB (limit {MAX_NOTEBOOK_BYTES // 2**20} MB); "
-                          "clear its outputs (Kernel > Restart & Clear Output), save and resubmit")
-        return prepared
-    try:
-        nb = nbtools.load(submission)
-        merged = nbtools.restore_from_source(nb, source_nb)
-    except nbtools.NotebookError as exc:
-        prepared.error = str(exc).replace(str(submission), submission.name)
-        return prepared
-    except (RecursionError, MemoryError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        prepared.error = f"{submission.name}: not a valid notebook ({exc.__class__.__name__}); save it again from Jupyter"
-        return prepared
-    present = {nbtools.nbgrader_meta(c).get("grade_id") for c in nb.cells if nbtools.is_answer_cell(c)}
-    for test_id, answers in _answers_before_tests(source_nb).items():
-        missing = [a for a in answers if a not in present]
-        if missing:
-            prepared.missing_answers[test_id] = missing[0]
-    for number, cell in enumerate(merged.cells, start=1):
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-            meta = nbtools.nbgrader_meta(cell)
-            # How feedback names the cell: its place in the notebook, and its grade_id if it has one.
-            label = f"cell {number}" + (f" ({meta['grade_id']})" if meta.get("grade_id") else "")
-            if nbtools.is_test_cell(cell):
-                prepared.tests[meta["grade_id"]] = cell.source
-                prepared.cells.append({"kind": "test", "grade_id": meta["grade_id"],
-                                       "points": float(meta.get("points", 0)), "label": label})
-            elif nbtools.is_locked_cell(cell):
-                # The grader records what it binds and checks before every test that it still does.
-                prepared.cells.append({"kind": "locked", "source": cell.source, "label": label,
-                                       "binds": integrity.bound_names(cell.source)})
-            else:
-                prepared.cells.append({"kind": "code", "source": cell.source, "label": label})
-    prepared.include_tf = any("tensorflow" in c.source for c in source_nb.cells if c.cell_type == "code")
-    prepared.judge_cells = [c.source for c in source_nb.cells if c.cell_type == "code"
-                            and not nbtools.is_answer_cell(c) and not nbtools.is_test_cell(c)]
-    for gid, test_source in prepared.tests.items():
-        judged = judge_client.judge_source(test_source)
-        if judged is not None:
-            prepared.judged[gid] = judged
-    merged.cells = [c for c in merged.cells if not nbtools.is_test_cell(c)]
-    prepared.notebook = merged
-    return prepared
 
 
 def cgroup_pids(path: Path | str) -> set[int] | None:

@@ -62,8 +62,6 @@ HEAVY_IMPORT = re.compile(r"^(?:import|from) (?:tensorflow|keras|starlette|uvico
 TF_NAMESPACES = ("", "config", "config.experimental", "config.threading", "config.optimizer",
                  "random", "debugging", "math", "linalg", "nn", "test", "dtypes", "autograph")
 NUMPY_NAMESPACES = ("", "testing", "random", "linalg")
-# A locked cell's comment line naming state its own functions update: frozen by identity only.
-STATE_MARKER = "# autograder: state "
 # Module data a check sets once, lazily, on first use (a probe's answer): not a change.
 LAZY_STATE = {"autograder.checks.placement": ("_eager_logging_works",),
               "autograder.checks.probe": ("_STAGED", "JUDGE_LEARNER")}  # the probes' own working state
@@ -132,39 +130,6 @@ def _notebook_made(value: Any) -> bool:
 
 def _code_of(obj: Any) -> Any:
     return getattr(obj, "__code__", None)
-
-
-def bound_names(source: str) -> list[str]:
-    """The global names a cell binds: at its top level (assignments, defs, imports,
-    loops, ``with``), not inside the functions it defines (except ``global``)."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    found: set[str] = set()
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(stmt.name)
-            continue
-        inner = ast.Module(body=[stmt], type_ignores=[])
-        scoped = {id(n) for f in ast.walk(inner) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                    ast.ClassDef, ast.Lambda))
-                  for n in ast.walk(f) if n is not f}
-        for node in ast.walk(inner):
-            if id(node) in scoped:
-                continue
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                found.add(node.id)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                found.update((a.asname or a.name).split(".")[0] for a in node.names)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found.add(node.name)
-    found.update(n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names)
-    state = {n.strip() for line in source.splitlines() if line.strip().startswith(STATE_MARKER)
-             for n in line.strip()[len(STATE_MARKER):].split(",")}
-    return sorted(f"state:{n}" if n in state else n for n in found)
 
 
 @dataclass

@@ -40,6 +40,7 @@ from autograder.sandbox.kernel import (  # noqa: F401
     kernel_manager_class,
 )
 from autograder.judge import protocol
+from autograder.submission import restore
 
 import nbformat  # noqa: E402,I001  (after autograder.sandbox.host, which keeps its import fast)
 
@@ -427,7 +428,7 @@ class _Worker:
 
     def frozen_rebound(self, test_source: str) -> list[str]:
         """Frozen names a test cell bound again (its own objects are the grader's)."""
-        return sorted(self.frozen[n.removeprefix("state:")] for n in integrity.bound_names(test_source)
+        return sorted(self.frozen[n.removeprefix("state:")] for n in restore.bound_names(test_source)
                       if n.removeprefix("state:") in self.frozen)
 
     def setup(self) -> dict:

@@ -23,6 +23,7 @@ from autograder.frontends.check import check_notebook as run_notebook
 from tests.conftest import (EXERCISES, SOLUTIONS, assignments, graded_as_a_batch, graded_together, notebook_for,
                             undecided_speed)
 from tests import wrong_answers
+from autograder.submission.restore import hidden_test_lines
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +43,7 @@ def grade_as_instructor(path: Path, source: Path, data_dir: Path | None = None):
     data = [p for p in data_dir.iterdir() if not p.name.endswith(".ipynb")]
     results = sandbox.run_submission(path, source, data_files=data,
                                      hidden_dirs=[SOLUTIONS.parent / "solutions", path.parent])
-    return feedback.redact_hidden(results, sandbox.hidden_test_lines(nbtools.load(source)))
+    return feedback.redact_hidden(results, hidden_test_lines(nbtools.load(source)))
 
 
 # The catalogue is graded as one batch, two submissions at a time (as `grade --workers 2`

@@ -29,6 +29,7 @@ import pytest
 from autograder.frontends import grade
 from tests.conftest import ROOT
 from tests.files.hostile.catalogue import TINY_SOURCE, answers
+from autograder.submission.folders import Submission
 
 # The tiny course.
 COURSE_ID = "tinycourse"
@@ -209,7 +210,7 @@ def test_a_resubmission_without_a_secret_drops_the_old_secret(tmp_path):
     """A stale secret would release the new page under the old submission's hash."""
     feedback = tmp_path / "feedback"
     folder = _submission(tmp_path / "subs")
-    sub = grade.Submission(STUDENT, "tiny", folder, folder / "tiny.ipynb")
+    sub = Submission(STUDENT, "tiny", folder, folder / "tiny.ipynb")
     grade.write_nbgrader_feedback(feedback, sub, "<p>first</p>")
     assert (feedback / STUDENT / "tiny" / "submission_secret.txt").is_file()
     (folder / "submission_secret.txt").unlink()

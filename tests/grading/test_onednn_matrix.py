@@ -19,6 +19,7 @@ from autograder.checks.hardware import ONEDNN_ENV, onednn_status
 from autograder.submission import notebook as nbtools
 from autograder.frontends import pipeline
 from tests.conftest import EXERCISES, SOLUTIONS, assignments, graded_together, notebook_for, undecided_speed
+from autograder.submission.assignment import files_beside, load_assignment
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +31,7 @@ OTHER = "0" if THIS_MACHINE else "1"
 
 def check_notebook(path, *, source=None, parts=None):
     """Grade as ``python -m autograder check`` does (the pipeline, unisolated), keeping the kernel's profile."""
-    assignment = pipeline.load_assignment(source or path, data_files=pipeline.files_beside(path))
+    assignment = load_assignment(source or path, data_files=files_beside(path))
     return pipeline.grade_notebook(path, assignment, isolate=False, only_parts=parts)
 
 

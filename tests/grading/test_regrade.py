@@ -2,7 +2,7 @@
 
 The hidden tests draw their inputs at random, seeded per submission by the judge
 (``autograder/judge/process.py``); here a submission is graded twice through the grade path
-(``pipeline.load_assignment`` and ``pipeline.grade_notebook``, as ``python -m autograder grade``
+(``load_assignment`` and ``pipeline.grade_notebook``, as ``python -m autograder grade``
 does) and its verdicts, which quote what was drawn, are compared."""
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from autograder.submission import notebook as nbtools
 from autograder.frontends import pipeline
 from tests.conftest import SOLUTIONS, notebook_for
+from autograder.submission.assignment import load_assignment
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +39,7 @@ def _submit(folder: Path, notebook) -> Path:
 
 def test_a_regrade_of_a_submission_gives_the_same_verdicts(tmp_path):
     source = notebook_for(SOLUTIONS, ASSIGNMENT)
-    assignment = pipeline.load_assignment(source)
+    assignment = load_assignment(source)
     submission = _submit(tmp_path / "alice", nbtools.load(source))
     hidden = [SOLUTIONS, tmp_path]
     first, second = (_verdicts(pipeline.grade_notebook(submission, assignment, hidden_dirs=hidden))

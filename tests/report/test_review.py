@@ -132,7 +132,7 @@ def test_the_review_travels_in_results_json_and_check_never_shows_it():
     again = Results.from_dict(results.to_dict())
     assert again.review == results.review and results.to_dict()["extra_data"]["review"] == results.review
     assert "review" not in Results([TestResult("t", 1.0, 1.0)]).to_dict()["extra_data"]
-    check_source = (ROOT / "autograder" / "grading" / "check.py").read_text()
+    check_source = (ROOT / "autograder" / "frontends" / "check.py").read_text()
     assert "results.review = None" in check_source
 
 

@@ -1,17 +1,15 @@
 """The sandbox: what reaches the worker, the clean environment, one real run."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder.checks import opbuild
-from autograder.frontends import pipeline
 from autograder.sandbox import host as sandbox
 from tests.files.hostile.catalogue import TINY, TINY_SOURCE, answers
-
+from autograder.submission.restore import prepare
 
 DATA = [TINY.parent / "data.txt"]
 
@@ -20,41 +18,6 @@ def _write(tmp_path: Path, data: bytes, name: str = "tiny.ipynb") -> Path:
     path = tmp_path / name
     path.write_bytes(data)
     return path
-
-
-def test_prepare_sends_no_test_source_in_the_cells(tmp_path):
-    prepared = sandbox.prepare(_write(tmp_path, answers()(None)), TINY)
-    assert [c["kind"] for c in prepared.cells].count("test") == 2
-    text = json.dumps(prepared.cells)
-    assert "hidden-marker" not in text and "assert double" not in text
-    assert "zebra-hidden-marker" in prepared.tests["test-double"]
-    hidden_lines = pipeline.load_assignment(TINY).hidden_lines  # what feedback redacts
-    assert any("zebra-hidden-marker" in line for line in hidden_lines)
-    assert all("assert double(2)" not in line for line in hidden_lines)  # visible tests are not hidden
-    assert not prepared.include_tf
-    written = nbformat.writes(prepared.notebook)
-    assert "hidden-marker" not in written and "double works" not in written
-
-
-def test_prepare_reports_bad_files_in_one_line(tmp_path):
-    for data, expected in [(b"{oops", "invalid JSON"), (b"\xff\xfe\x00", "cannot be read as text"),
-                           (b"[1, 2]", "no 'cells'")]:
-        prepared = sandbox.prepare(_write(tmp_path, data), TINY)
-        assert expected in prepared.error and "\n" not in prepared.error
-        assert str(tmp_path) not in prepared.error  # the grader's paths stay out of feedback
-
-
-def test_prepare_refuses_oversized_notebooks(tmp_path, monkeypatch):
-    monkeypatch.setattr(sandbox, "MAX_NOTEBOOK_BYTES", 1000)
-    prepared = sandbox.prepare(_write(tmp_path, answers()(None)), TINY)
-    assert "clear its outputs" in prepared.error
-
-
-def test_prepare_finds_missing_answer_cells(tmp_path):
-    nb = nbformat.read(TINY, as_version=4)
-    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "answer-word"]
-    prepared = sandbox.prepare(_write(tmp_path, nbformat.writes(nb).encode()), TINY)
-    assert prepared.missing_answers == {"test-word": "answer-word"}
 
 
 def test_clean_env_keeps_no_grader_secrets(tmp_path, monkeypatch):
@@ -139,7 +102,7 @@ def test_a_sandbox_that_builds_ops_reads_the_precompiled_prelude_and_no_other_do
                 _cell("test", found, grade_id="test-x", grade=True, points=1)]
     source = tmp_path / "ops.ipynb"
     nbformat.write(nb, source)
-    prepared = sandbox.prepare(source, source)
+    prepared = prepare(source, source)
     folder = sandbox.op_prelude(prepared)  # builds it in this user's cache when missing, as grading does
     assert folder is not None and (folder / "prelude.h.gch").is_file()
     assert str(folder) in sandbox._job(tmp_path, prepared, sandbox.Limits(), [], True, None, folder)["allow_paths"]
@@ -148,7 +111,7 @@ def test_a_sandbox_that_builds_ops_reads_the_precompiled_prelude_and_no_other_do
 
     nb.cells[0].source = "import os  # builds nothing"
     nbformat.write(nb, source)
-    assert sandbox.op_prelude(sandbox.prepare(source, source)) is None
+    assert sandbox.op_prelude(prepare(source, source)) is None
     results = sandbox.run_submission(source, source, limits=sandbox.Limits(cell_timeout_s=120))
     assert [(t.name, t.score) for t in results.tests] == [("test-x", 0.0)]
     assert "no prelude in the sandbox" in results.tests[0].output

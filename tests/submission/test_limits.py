@@ -5,6 +5,7 @@ import pytest
 
 from autograder.errors import UsageError
 from autograder.submission.limits import COURSE_FILE, Limits, course_limits, with_overrides
+from autograder.submission.assignment import load_assignment
 
 
 def test_defaults_without_a_course_file(tmp_path):
@@ -37,9 +38,8 @@ def test_bad_course_files_say_what_to_fix(tmp_path, text, words):
 def test_the_pipeline_gives_an_assignment_its_course_limits(tmp_path):
     import shutil
 
-    from autograder.frontends import pipeline
     from tests.conftest import SOLUTIONS
 
     shutil.copytree(SOLUTIONS / "06_autograph", tmp_path / "06_autograph")
     (tmp_path / COURSE_FILE).write_text('[limits."06_autograph"]\nnotebook_timeout_s = 900\n')
-    assert pipeline.load_assignment(tmp_path / "06_autograph" / "06_autograph.ipynb").limits.notebook_timeout_s == 900
+    assert load_assignment(tmp_path / "06_autograph" / "06_autograph.ipynb").limits.notebook_timeout_s == 900
