@@ -22,7 +22,7 @@ def isolation_available() -> str:
     import subprocess
     import sys
 
-    from autograder.sandbox.worker import NO_ISOLATION_WARNING
+    from autograder.sandbox.isolation import NO_ISOLATION_WARNING
 
     probe = ("import ctypes, os\n"
              "libc = ctypes.CDLL(None, use_errno=True)\n"

@@ -1,5 +1,5 @@
-"""The sandbox's kernel launcher: ``python -m autograder.sandbox.worker
-kernel -f CONNECTION`` limits itself (rlimits, capabilities, a PID namespace
+"""The sandbox's kernel launcher: ``python -m autograder.sandbox.kernel -f CONNECTION``
+limits itself (rlimits, capabilities, a PID namespace
 when asked) and becomes ipykernel (:func:`kernel_main`).
 
 A warm worker (forked from :mod:`autograder.sandbox.warm_start`'s zygote, with
@@ -8,8 +8,8 @@ forks a :class:`KernelSeed` while it is still one thread, right after its
 isolation, and the seed becomes the same limited kernel in-process when
 jupyter_client asks for one (:func:`kernel_manager_class`).
 
-:mod:`autograder.sandbox.worker` stays the entry point and dispatches
-here.
+The worker (:mod:`autograder.sandbox.worker`) names this module in the kernel spec it writes
+(:data:`KERNEL_MODULE`); a person never starts it.
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from autograder.sandbox.isolation import (
 
 # --- the kernel launcher ----------------------------------------------------------------
 
+KERNEL_MODULE = "autograder.sandbox.kernel"  # what the kernel spec runs: ``python -m KERNEL_MODULE -f ...``
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
 
 
@@ -103,7 +104,7 @@ def _start_limited(config: dict, become) -> int:
 
 
 def kernel_main(argv: list[str]) -> int:
-    """``python -m autograder.sandbox.worker kernel -f CONNECTION``: limit, then become ipykernel
+    """``python -m autograder.sandbox.kernel -f CONNECTION``: limit, then become ipykernel
     (see :func:`_start_limited`)."""
     config = json.loads(os.environ.pop(KERNEL_CONFIG_ENV, "{}"))
     return _start_limited(config, lambda: _limit_and_exec(config, argv))
@@ -239,7 +240,7 @@ class KernelSeed:
 
     def launch(self, cmd: list[str], env: dict, cwd: str) -> ForkedKernel:
         """Start the kernel ``cmd`` (the kernel spec's command line) would have started."""
-        argv = cmd[cmd.index("kernel") + 1:] if "kernel" in cmd else list(cmd[1:])
+        argv = cmd[cmd.index(KERNEL_MODULE) + 1:] if KERNEL_MODULE in cmd else list(cmd[1:])
         request = json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode()
         with os.fdopen(self._launch_w, "wb") as pipe:
             pipe.write(request)
@@ -316,3 +317,7 @@ def kernel_manager_class(seed: KernelSeed | None):
             self._reconcile_connection_info(provisioner.connection_info)
 
     return SandboxKernelManager
+
+
+if __name__ == "__main__":
+    raise SystemExit(kernel_main(sys.argv[1:]))

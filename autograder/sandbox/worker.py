@@ -1,10 +1,11 @@
-"""The sandbox's inside: the worker that runs one submission, and the kernel launcher.
+"""The sandbox's inside: the worker that runs one submission.
 
 ``python -m autograder.sandbox.worker worker`` is started by
 :func:`autograder.sandbox.host.run_submission` (see there for the whole design).
 It reads one job (JSON) on stdin, isolates itself (new mount and network
 namespaces, a private tmpfs, hidden folders covered), starts the kernel
-through ``python -m autograder.sandbox.worker kernel``, runs the bootstrap
+(:mod:`autograder.sandbox.kernel`, its client in :mod:`autograder.sandbox.kernel_client`,
+its :mod:`autograder.sandbox.watchdog` beside it), runs the bootstrap
 cell, the learner's cells and each test cell -- asking the grader for the
 test's source only when it gets there -- and writes one JSON event per line
 on stdout, in the typed messages of :mod:`autograder.judge.protocol`: ``Test`` at each
@@ -20,232 +21,21 @@ import secrets
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from autograder.sandbox import integrity, scoring as runner
 from autograder.results.results import TestResult
-from autograder.sandbox.host import KERNEL_CONFIG_ENV, KERNEL_NAME, Limits, cgroup_pids, clean_env
-# The isolation (namespaces, mounts) and the kernel launcher live in their own
-# modules; this file stays the entry point and every name stays importable here.
-from autograder.sandbox.isolation import (  # noqa: F401
-    CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, MNT_DETACH, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID,
-    MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT, NO_ISOLATION_WARNING, SYS_PIVOT_ROOT, SYSTEM_PATHS, _bind, _check,
-    _enter_user_namespace, _libc, _locked_flags, _loopback_up, _mount, isolate_worker,
-)
-from autograder.sandbox.kernel import (  # noqa: F401
-    PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, KernelSeed, _drop_capabilities, _limit_and_exec, kernel_main,
-    kernel_manager_class,
-)
+from autograder.sandbox.host import KERNEL_NAME, Limits, cgroup_pids, clean_env
+from autograder.sandbox.isolation import NO_ISOLATION_WARNING, _libc, isolate_worker
+from autograder.sandbox.kernel import KernelSeed, kernel_manager_class
 from autograder.judge import protocol
+from autograder.sandbox.kernel_client import limited_client_class, write_kernel_spec
+from autograder.sandbox.watchdog import Watchdog, tasks_of
 from autograder.submission import restore
 
 import nbformat  # noqa: E402,I001  (after autograder.sandbox.host, which keeps its import fast)
-
-
-def _kernel_spec(workdir: Path, config: dict) -> None:
-    spec_dir = workdir / ".tmp" / "jupyter" / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    spec = {
-        "argv": [sys.executable, "-m", "autograder.sandbox.worker", "kernel", "-f", "{connection_file}"],
-        "display_name": "Python 3 (autograder sandbox)",
-        "language": "python",
-        "env": {KERNEL_CONFIG_ENV: json.dumps(config)},
-    }
-    (spec_dir / "kernel.json").write_text(json.dumps(spec))
-
-
-def _tasks_of(uid: int) -> int:
-    """Threads of every process ``uid`` runs (what RLIMIT_NPROC counts)."""
-    import psutil
-
-    total = 0
-    for proc in psutil.process_iter(["uids", "num_threads"]):
-        try:
-            if proc.info["uids"] and proc.info["uids"].real == uid:
-                total += proc.info["num_threads"] or 1
-        except psutil.Error:
-            continue
-    return total
-
-
-class _Watchdog(threading.Thread):
-    """Kills the kernel when its process tree breaks the process or memory limit."""
-
-    def __init__(self, get_pid, limits: Limits, memory_cgroup: str, pids_cgroup: str, *,
-                 shim: bool = False) -> None:
-        super().__init__(daemon=True)
-        self.get_pid = get_pid
-        # The kernel's PID-namespace shim is the grader's: its memory is not the notebook's (a warm
-        # shim is a fork of the worker, its resident pages all shared with it).
-        self.shim = shim
-        self.limits = limits
-        self.memory_cgroup = Path(memory_cgroup) if memory_cgroup else None
-        self.pids_cgroup = Path(pids_cgroup) if pids_cgroup else None
-        self.reason = ""
-        self.stopped = threading.Event()
-        self.baseline_fork_failures = self._fork_failures()
-
-    def _fork_failures(self) -> int:
-        if self.pids_cgroup is None:
-            return 0
-        try:
-            for line in (self.pids_cgroup / "pids.events").read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "max":
-                    return int(value)
-        except (OSError, ValueError):
-            pass
-        return 0
-
-    def memory_limit_hit(self) -> bool:
-        if self.memory_cgroup is None:
-            return False
-        for name in ("memory.events", "memory.failcnt"):
-            try:
-                text = (self.memory_cgroup / name).read_text()
-            except OSError:
-                continue
-            if name == "memory.failcnt":
-                return int(text.strip() or 0) > 0
-            for line in text.splitlines():
-                key, _, value = line.partition(" ")
-                if key in ("max", "oom_kill") and int(value) > 0:
-                    return True
-        return False
-
-    def run(self) -> None:
-        """Every 0.1 s, read the pids cgroup's refused forks; without both cgroups (which cap the
-        tree's tasks and memory themselves), also walk the kernel's tree, a scan of all of /proc,
-        to count its processes and their memory."""
-        import psutil
-
-        walk = self.pids_cgroup is None or self.memory_cgroup is None
-        while not self.stopped.wait(0.1):
-            pid = self.get_pid()
-            if not pid:
-                continue
-            tree = []
-            if walk:
-                try:
-                    kernel = psutil.Process(pid)
-                    tree = [kernel] + kernel.children(recursive=True)
-                except psutil.Error:
-                    continue
-            if self._fork_failures() > self.baseline_fork_failures or len(tree) > self.limits.max_processes:
-                self.reason = (f"the notebook started more than {self.limits.max_processes} processes "
-                               "(a fork bomb?) and was stopped")
-            elif self.memory_cgroup is None:
-                rss = 0
-                for proc in tree[1:] if self.shim else tree:
-                    try:
-                        rss += proc.memory_info().rss
-                    except psutil.Error:
-                        pass
-                if rss > self.limits.memory_mb * 2**20:
-                    self.reason = f"the notebook used more than {self.limits.memory_mb} MB of memory and was stopped"
-            if self.reason:
-                self.kill_kernel_tree(pid)
-                return
-
-    @staticmethod
-    def kill_kernel_tree(pid: int) -> None:
-        """Kill the kernel and everything under it, including children born while killing.
-
-        The kernel leads its own process group (jupyter_client starts it in a new
-        session), so one ``killpg`` reaches a fork bomb's copies at once; the
-        worker is a child subreaper, so anything that escaped the group is still
-        among its descendants for the sweep that follows."""
-        import psutil
-
-        try:
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        me = psutil.Process()
-        for _ in range(100):
-            victims = [p for p in me.children(recursive=True) if p.pid != os.getpid()]
-            if not victims:
-                return
-            for victim in victims:
-                try:
-                    victim.kill()
-                except psutil.Error:
-                    pass
-            psutil.wait_procs(victims, timeout=0.05)
-
-
-def _output_size(msg: dict) -> int:
-    content = msg.get("content", {})
-    if msg.get("msg_type") == "stream":
-        return len(content.get("text", ""))
-    data = content.get("data") or {}
-    return sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in data.values())
-
-
-def _make_client_class():
-    import asyncio
-
-    from jupyter_core.utils import ensure_async, run_sync
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError
-
-    class LimitedClient(NotebookClient):
-        """nbclient that caps a cell's output and interrupts a cell out of time.
-
-        Output beyond ``output_cap`` bytes is dropped (and the cell noted in
-        ``overflowed``).  A cell over its time is interrupted and its reply
-        awaited as usual, so the kernel's message streams stay in step and
-        later cells run normally (the cell is noted in ``timed_out``); only a
-        kernel that ignores the interrupt for ``interrupt_grace_s`` raises
-        ``CellTimeoutError``."""
-
-        output_cap = 1 << 20
-        interrupt_grace_s = 10.0
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.output_used: dict[int, int] = {}
-            self.overflowed: set[int] = set()
-            self.timed_out: set[int] = set()
-            self.replies: dict[int, dict] = {}  # cell index -> the kernel's execute_reply content
-            self._current = -1
-            self._interrupted_at: float | None = None
-
-        async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):
-            self._current, self._interrupted_at = cell_index, None
-            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-
-        execute_cell = run_sync(async_execute_cell)
-
-        async def _check_raise_for_error(self, cell, cell_index, exec_reply):
-            if exec_reply is not None:
-                self.replies[cell_index] = dict(exec_reply.get("content", {}))
-            return await super()._check_raise_for_error(cell, cell_index, exec_reply)
-
-        async def _async_handle_timeout(self, timeout, cell=None):
-            now = time.monotonic()
-            if self._interrupted_at is None:
-                self._interrupted_at = now
-                self.timed_out.add(self._current)
-                await ensure_async(self.km.interrupt_kernel())
-            elif now - self._interrupted_at > self.interrupt_grace_s:
-                raise CellTimeoutError.error_from_timeout_and_cell("Cell execution timed out", timeout, cell)
-            await asyncio.sleep(0.1)
-            return None
-
-        def output(self, outs, msg, display_id, cell_index):
-            if msg.get("msg_type") != "error":
-                used = self.output_used.get(cell_index, 0) + _output_size(msg)
-                self.output_used[cell_index] = used
-                if used > self.output_cap:
-                    self.overflowed.add(cell_index)
-                    return None
-            return super().output(outs, msg, display_id, cell_index)
-
-    return LimitedClient
 
 
 class _Worker:
@@ -263,7 +53,7 @@ class _Worker:
         self.kernel_has_shim = False
         self.nb = nbformat.v4.new_notebook()
         self.client = None
-        self.watchdog: _Watchdog | None = None
+        self.watchdog: Watchdog | None = None
         self.sandbox: dict = {}
         self.profile: dict | None = None
         self.frozen: dict[str, str] = {}  # frozen name -> how it is frozen ("NAME" or "state:NAME")
@@ -445,7 +235,7 @@ class _Worker:
         # counts all of a user's tasks (root is exempt), so it allows those running now.
         config = {"rlimit_data": 0 if self.job.get("memory_cgroup") else 2 * self.limits.memory_mb * 2**20,
                   "rlimit_fsize": self.limits.disk_mb * 2**20,
-                  "rlimit_nproc": self.limits.max_processes + _tasks_of(os.getuid()),
+                  "rlimit_nproc": self.limits.max_processes + tasks_of(os.getuid()),
                   "drop_caps": os.geteuid() == 0, "pid_namespace": False}
         if self.job.get("isolate"):
             try:
@@ -459,7 +249,7 @@ class _Worker:
                 info["warning"] = NO_ISOLATION_WARNING
         for sub in ("matplotlib", "ipython", "jupyter-runtime", "jupyter-config", "jupyter-data"):
             (self.workdir / ".tmp" / sub).mkdir(parents=True, exist_ok=True)
-        _kernel_spec(self.workdir, config)
+        write_kernel_spec(self.workdir, config)
         if self.warm:  # now: isolated, limits known, and still one thread
             self.seed = KernelSeed(config)
         info["kernel"] = "forked with its imports done (warm)" if self.warm else "a fresh interpreter"
@@ -470,7 +260,7 @@ class _Worker:
 
         self.sandbox = self.setup()
         self.token = "AG" + secrets.token_hex(12)
-        client_class = _make_client_class()
+        client_class = limited_client_class()
         manager = {"kernel_manager_class": kernel_manager_class(self.seed)}
         # History in memory: IPython's history.sqlite would put test cells on the sandbox's disk.
         self.client = client_class(self.nb, timeout=self.limits.cell_timeout_s, kernel_name=KERNEL_NAME,
@@ -483,7 +273,7 @@ class _Worker:
         pending = ""  # a limit an earlier cell hit: the next test reports it
         tampered: list[str] = []
         label = "the first cell"
-        self.watchdog = _Watchdog(self.kernel_pid, self.limits, self.job.get("memory_cgroup", ""),
+        self.watchdog = Watchdog(self.kernel_pid, self.limits, self.job.get("memory_cgroup", ""),
                                   self.job.get("pids_cgroup", ""), shim=self.kernel_has_shim)
         try:
             with self.client.setup_kernel(env=env, cwd=str(self.workdir),
@@ -622,9 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["worker"]:
         return worker_main()
-    if argv[:1] == ["kernel"]:
-        return kernel_main(argv[1:])
-    print("usage: python -m autograder.sandbox.worker (worker | kernel -f CONNECTION_FILE); "
+    print("usage: python -m autograder.sandbox.worker worker; "
           "the grade command starts these", file=sys.stderr)
     return 2
 

@@ -1,4 +1,4 @@
-"""The sandbox worker's own process watching: the watchdog's ticks and the freeze between probes.
+"""The sandbox worker's own process watching (its watchdog, autograder/sandbox/watchdog.py): the watchdog's ticks and the freeze between probes.
 
 Both once scanned all of /proc (psutil's ``children(recursive=True)``) on every tick and twice on
 every freeze; with the per-submission cgroups they read the cgroup's files instead.  Each test runs
@@ -20,7 +20,7 @@ PRELUDE = """
 import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import psutil
-from autograder.sandbox import worker as sandbox_worker
+from autograder.sandbox import watchdog, worker as sandbox_worker
 from autograder.submission.limits import Limits
 scans = []
 children = psutil.Process.children
@@ -43,9 +43,9 @@ WATCH = """
 (folder / "pids.events").write_text("max 0\\n")
 sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
 killed = []
-sandbox_worker._Watchdog.kill_kernel_tree = staticmethod(killed.append)
+watchdog.Watchdog.kill_kernel_tree = staticmethod(killed.append)
 cgroup = str(folder) if sys.argv[2] == "cgroups" else ""
-dog = sandbox_worker._Watchdog(lambda: sleeper.pid, Limits(), cgroup, cgroup)
+dog = watchdog.Watchdog(lambda: sleeper.pid, Limits(), cgroup, cgroup)
 dog.start()
 time.sleep(0.5)
 quiet = len(scans)
