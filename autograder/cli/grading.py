@@ -1,296 +1,17 @@
-"""The command line: ``python -m autograder COMMAND ...`` (or ``autograder COMMAND``).
-
-The one command-line module: every command's arguments and its few lines of
-glue live here; the work is done by library functions in ``checks/``,
-the engine's folders and ``course/``, which never import this module.  Exit codes:
-0 success (for ``check``: every test that ran passed), 1 a check or part fell short, 2 a usage
-error (one line on stderr, never a traceback), 3 (``grade``) graded, but some submissions were
-skipped, 130 interrupted.
-"""
+"""The instructor's commands: ``grade`` (a class), ``export`` (gradebooks), ``report`` (where a
+class fails) and ``gradescope`` / ``gradescope-run`` (an autograder for Gradescope)."""
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import json
-import os
-import shlex
 import signal
-import subprocess
 import sys
 from pathlib import Path
-from typing import Callable
 
 import autograder
 from autograder.errors import UsageError
 
-EXAMPLES = """examples:
-  python -m autograder doctor                      what this machine can check
-  python -m autograder check exercises/04_xla/04_xla.ipynb
-                                                   run your notebook's visible tests; exit 0 when all pass
-  python -m autograder check NOTEBOOK --part test-xla-step
-                                                   re-check one part
-  python -m autograder grade submitted/ --out graded/   grade a class (nbgrader layout)
-  python -m autograder grade submitted/ --out graded/ --scheduler tcp://HOST:8786
-                                                   the same on a Dask cluster (the book: Grading on a cluster)
-  python -m autograder report graded/              where the class fails: graded/report.html
-  python -m autograder gradescope 04_xla --out 04_xla.zip --hidden-visibility after_published
-"""
-CHECK_EXAMPLES = """examples:
-  python -m autograder check exercises/03_mixed_precision/03_mixed_precision.ipynb
-  python -m autograder check my.ipynb --part test-train-step --part test-choose-policy
-  python -m autograder check my.ipynb --json > results.json
-  python -m autograder check my.ipynb && echo "every visible test passes"
-  python -m autograder check my.ipynb --source solutions/03_mixed_precision/03_mixed_precision.ipynb
-
-what runs: a released notebook (exercises/) holds the visible tests only; nbgrader removed the
-hidden ones, which run when your instructor grades. The report's first and last lines say which
-tests ran ("visible tests: 8/10; hidden tests run when your instructor grades"), as does --json's
-extra_data.tests_run. With --source (the instructor's copy) every test runs, hidden included.
-
-exit status: 0 every test that ran passed (on a released notebook: the visible tests, which is
-not your grade), 1 a part fell short, 2 usage error
-"""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m autograder",
-        description="Check and grade the TensorFlow-on-the-GPU course exercises.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {autograder.__version__}")
-    parser.add_argument(
-        "--profile",
-        help="hardware profile to judge against (cpu, gpu-cc7, gpu-cc8, gpu-cc9, gpu-cc10); "
-        "default: detected from this machine",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in (_add_doctor, _add_check, _add_placement, _add_bench, _add_roofline, _add_grade,
-                _add_export, _add_report, _add_gradescope, _add_gradescope_run, _add_release, _add_serve,
-                _add_trace):
-        add(sub)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        if args.profile:
-            _set_profile(args.profile)
-        func: Callable[[argparse.Namespace], int] = args.func
-        return func(args)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-
-
-def _set_profile(name: str) -> None:
-    from autograder.checks.hardware import KNOWN_PROFILES, PROFILE_ENV
-
-    if name not in KNOWN_PROFILES:
-        raise UsageError(f"unknown profile {name!r}; use one of {', '.join(KNOWN_PROFILES)}")
-    os.environ[PROFILE_ENV] = name
-
-
-# --- doctor ---------------------------------------------------------------------------
-
-def _add_doctor(sub) -> None:
-    parser = sub.add_parser("doctor", help="describe this machine and which checks will run here")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.set_defaults(func=_doctor)
-
-
-def _doctor(args: argparse.Namespace) -> int:
-    from autograder.frontends.doctor import format_report, machine_report
-
-    report = machine_report()
-    print(json.dumps(report, indent=2) if args.json else format_report(report))
-    return 0
-
-
-# --- check ----------------------------------------------------------------------------
-
-def _add_check(sub) -> None:
-    from autograder.sandbox.host import Limits
-
-    parser = sub.add_parser(
-        "check", help="run your notebook's tests in a fresh kernel; exit 0 when every test that ran passed",
-        description="Run a notebook in a fresh kernel through the same pipeline as `grade` and "
-        "print which tests ran, one line per graded part and the score of what ran.",
-        epilog=CHECK_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("notebook", help="path to the .ipynb notebook")
-    parser.add_argument("--part", action="append", metavar="ID",
-                        help="check only this graded part (its test cell's grade_id); repeatable")
-    parser.add_argument("--source", help="source notebook with the tests, hidden ones included: the instructor's "
-                        "copy (default: the notebook itself, whose visible tests only run when it is a release)")
-    parser.add_argument("--json", action="store_true",
-                        help="print Gradescope's results.json shape (what ran: extra_data.tests_run)")
-    parser.add_argument("--cell-timeout", type=float, default=None,
-                        help=f"seconds one cell may run (default: as grade, the course's grading.toml, else "
-                        f"{Limits.cell_timeout_s:g})")
-    parser.set_defaults(func=_check)
-
-
-def _check(args: argparse.Namespace) -> int:
-    from autograder.frontends.check import check_notebook, format_results, full_marks
-
-    if args.cell_timeout is not None and args.cell_timeout <= 0:
-        raise UsageError("--cell-timeout must be a positive number of seconds")
-    checked = check_notebook(args.notebook, source=args.source, parts=args.part, cell_timeout_s=args.cell_timeout)
-    print(checked.to_json() if args.json else format_results(checked))
-    return 0 if full_marks(checked.results) else 1
-
-
-# --- placement ------------------------------------------------------------------------
-
-PLACEMENT_TIMEOUT_S = 600.0
-
-
-def _add_placement(sub) -> None:
-    parser = sub.add_parser(
-        "placement",
-        usage="python -m autograder placement [--json] [--timeout S] "
-        "(SCRIPT.py [ARGS...] | -- python ARGS... | --parse FILE)",
-        help="capture or read a placement log and say which device each op ran on",
-        description="Run a Python script or command with TensorFlow's placement logging on (or read a "
-        "saved log with --parse) and print, per op type, the devices it ran on and the Python calls "
-        "that typically produce it. Exit 0 when placement lines were found, 1 when none were or the "
-        "command failed or ran out of time.",
-    )
-    parser.add_argument("--parse", metavar="FILE", help="read a saved log instead of running a command")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    parser.add_argument("--timeout", type=float, default=PLACEMENT_TIMEOUT_S, metavar="S",
-                        help=f"stop the command after S seconds (default {PLACEMENT_TIMEOUT_S:g})")
-    parser.add_argument(
-        "command", nargs=argparse.REMAINDER,
-        help="SCRIPT.py [ARGS] or, after --, a python command (python script.py, python -c CODE, python -m MODULE)",
-    )
-    parser.set_defaults(func=_placement)
-
-
-def _placement(args: argparse.Namespace) -> int:
-    from autograder.checks.placement import Capture, capture_command
-
-    command = list(args.command)
-    if command[:1] == ["--"]:
-        command = command[1:]
-    if args.parse and command:
-        raise UsageError("give either --parse FILE or a command to run, not both")
-    if args.parse:
-        path = Path(args.parse)
-        if not path.exists():
-            raise UsageError(f"no such log file: {path} (save one with: python script.py > run.log 2>&1)")
-        if not path.is_file():
-            raise UsageError(f"{path} is not a file: give the path of a saved placement log")
-        capture = Capture.from_text(path.read_text(encoding="utf-8", errors="replace"))
-        return _placement_report(capture, args.parse, as_json=args.json, ran_command=False)
-    if not command:
-        raise UsageError("nothing to do: give a script (placement SCRIPT.py), a command "
-                         "(placement -- python -c CODE) or a saved log (placement --parse FILE)")
-    if command[0].endswith(".py") and not Path(command[0]).is_file():
-        raise UsageError(f"no such script: {command[0]}")
-    try:
-        capture = capture_command(command, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        print(f"error: the command ran longer than {args.timeout:g} s; raise --timeout or run less", file=sys.stderr)
-        return 1
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    except FileNotFoundError:
-        raise UsageError(f"cannot run {command[0]!r}: no such program") from None
-    return _placement_report(capture, shlex.join(command), as_json=args.json, ran_command=True)
-
-
-def _placement_report(capture, source: str, *, as_json: bool, ran_command: bool) -> int:
-    status = capture.result if ran_command else None
-    rows = capture.summary()
-    if as_json:
-        print(json.dumps({"source": source, "returncode": status, "lines": len(capture.records),
-                          "ops": [row.to_dict() for row in rows]}, indent=2))
-    elif rows:
-        eager = sum(r.kind == "eager" for r in capture.records)
-        print(f"{source}: {len(rows)} op types from {eager} eager and "
-              f"{len(capture.records) - eager} graph placement lines")
-        print(capture.summary_table())
-    if status:
-        tail = [line for line in capture.stderr.splitlines() if line.strip()][-5:]
-        print(f"the command exited with status {status}; last lines of its stderr:", file=sys.stderr)
-        for line in tail:
-            print(f"  {line}", file=sys.stderr)
-        return 1
-    if not rows:
-        hint = ("the command ran no TensorFlow ops" if ran_command
-                else "save the log with both streams: python script.py > run.log 2>&1")
-        print(f"no placement lines found in {source}: {hint}", file=sys.stderr)
-        return 1
-    return 0
-
-
-# --- bench and roofline -------------------------------------------------------------
-
-def _add_bench(sub) -> None:
-    parser = sub.add_parser(
-        "bench", help="time the book's benchmark pairs and write a results JSON file",
-        description="Time every registered benchmark pair (baseline vs faster version) and write "
-        "ratios with confidence intervals and machine metadata to one JSON file. "
-        "Exit 1 if a pair fails its threshold or errors.")
-    parser.add_argument("--out", metavar="FILE",
-                        help="where to write the JSON (default: book/data/results/<gpu-or-host>-<date>.json)")
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these pairs")
-    parser.add_argument("--budget", type=float, default=20.0, metavar="S",
-                        help="seconds of timed trials per pair before a verdict is 'inconclusive' (default 20)")
-    parser.set_defaults(func=_bench)
-
-
-def _bench(args: argparse.Namespace) -> int:
-    from autograder.course.bench import run_benchmarks, select
-
-    if args.budget <= 0:
-        raise UsageError(f"--budget must be a positive number of seconds, got {args.budget:g}")
-    select(args.only)  # report unknown names before TensorFlow starts
-    out = Path(args.out) if args.out else None
-    if out is not None and out.is_dir():
-        raise UsageError(f"--out {args.out} is a directory; give a file name such as {args.out}/results.json")
-    path, data = run_benchmarks(args.only, budget_s=args.budget, out=out)
-    print(f"wrote {path}")
-    verdicts = [p["verdict"] for p in data["pairs"].values()]
-    if "inconclusive" in verdicts:
-        print("some pairs were inconclusive: re-run on a quieter machine or with a larger --budget", file=sys.stderr)
-    return 1 if {"fail", "error"} & set(verdicts) else 0
-
-
-def _add_roofline(sub) -> None:
-    parser = sub.add_parser(
-        "roofline", help="measure this machine's memory bandwidth and matmul throughput",
-        description="Probe the memory bandwidth (large elementwise copy and add, GB/s) and the matmul "
-        "throughput per dtype (GFLOP/s) that TensorFlow reaches on one device: the limits the "
-        "book's speedups are compared with.")
-    parser.add_argument("--device", help="device to probe, e.g. /CPU:0 or /GPU:0 (default: /GPU:0 if present)")
-    parser.add_argument("--repeats", type=int, default=20, help="timed calls per probe; the fastest counts (default 20)")
-    parser.add_argument("--json", action="store_true", help="print the probes as JSON")
-    parser.set_defaults(func=_roofline)
-
-
-def _roofline(args: argparse.Namespace) -> int:
-    from autograder.course.roofline import format_peaks, measure_peaks
-
-    if args.repeats < 1:
-        raise UsageError(f"--repeats must be at least 1, got {args.repeats}")
-    if args.device is not None and not args.device.upper().lstrip("/").startswith(("CPU:", "GPU:")):
-        raise UsageError(f"--device must look like /CPU:0 or /GPU:0, got {args.device!r}")
-    try:
-        peaks = measure_peaks(args.device, repeats=args.repeats)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    print(json.dumps(peaks.to_dict(), indent=2) if args.json else format_peaks(peaks))
-    return 0
-
-
-# --- grade ----------------------------------------------------------------------------
 
 GRADE_EPILOG = """examples:
   python -m autograder grade submitted/ --out graded/
@@ -305,10 +26,12 @@ that is another exercise's, is named on stderr, skipped (a `skipped` row) and th
 exit status: 0 every submission found was graded; 2 usage error (nothing graded); 3 graded,
 but grades.csv holds skipped submissions (named on stderr); 130 interrupted
 """
+
+
 EXIT_SKIPPED = 3
 
 
-def _add_grade(sub) -> None:
+def add_grade(sub) -> None:
     from autograder.sandbox.host import Limits
 
     parser = sub.add_parser("grade", help="grade a class's submissions, each in its own sandbox",
@@ -396,8 +119,6 @@ def _grade(args: argparse.Namespace) -> int:
     return EXIT_SKIPPED if skipped else 0
 
 
-# --- export ---------------------------------------------------------------------------
-
 EXPORT_EPILOG = """examples:
   python -m autograder export graded/ --format canvas --roster roster.csv
   python -m autograder export graded/ --format canvas,moodle --assignment-id 01_op_logs=4757
@@ -434,7 +155,7 @@ def _warn_not_in_roster(missing: list[str]) -> None:
               "student id", file=sys.stderr)
 
 
-def _add_export(sub) -> None:
+def add_export(sub) -> None:
     parser = sub.add_parser(
         "export", help="write a graded folder's grades as an nbgrader, Canvas or Moodle gradebook CSV",
         description="Read OUT/<student>/<assignment>/results.json (a `grade --out OUT` folder) and write one "
@@ -467,8 +188,6 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- report ---------------------------------------------------------------------------
-
 REPORT_EPILOG = """examples:
   python -m autograder report graded/                       graded/report.html and four CSV files
   python -m autograder report graded/ --instructor          also name failing hidden tests by their line
@@ -484,7 +203,7 @@ and lists the pairs at or above --threshold on the page and in report_similarity
 """
 
 
-def _add_report(sub) -> None:
+def add_report(sub) -> None:
     from autograder.report.similarity import DEFAULT_THRESHOLD
 
     parser = sub.add_parser(
@@ -544,9 +263,7 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- Gradescope -----------------------------------------------------------------------
-
-def _add_gradescope(sub) -> None:
+def add_gradescope(sub) -> None:
     parser = sub.add_parser("gradescope", help="build a Gradescope autograder zip for an assignment")
     parser.add_argument("assignment", help="assignment name (a folder under the source folder)")
     parser.add_argument("--out", default="autograder.zip", help="zip to write (default %(default)s)")
@@ -571,7 +288,7 @@ def _gradescope(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_gradescope_run(sub) -> None:
+def add_gradescope_run(sub) -> None:
     parser = sub.add_parser("gradescope-run", help="(run_autograder calls this) grade /autograder/submission")
     parser.add_argument("assignment")
     parser.add_argument("--submission", type=Path, default=Path("/autograder/submission"))
@@ -589,64 +306,4 @@ def _gradescope_run(args: argparse.Namespace) -> int:
                          hidden_visibility=args.hidden_visibility)
     except Exception:  # grade_gradescope has written a results.json saying why
         return 1
-    return 0
-
-
-# --- course tools ---------------------------------------------------------------------
-
-def _add_release(sub) -> None:
-    parser = sub.add_parser("release", help="generate exercises/ from solutions/ with nbgrader")
-    parser.add_argument("assignments", nargs="+", help="assignment names under solutions/")
-    parser.add_argument("--into", type=Path, help="release folder (default: exercises/)")
-    parser.set_defaults(func=_release)
-
-
-def _release(args: argparse.Namespace) -> int:
-    from autograder.course.release import generate
-
-    generate(args.assignments, release_dir=args.into)
-    return 0
-
-
-def _add_serve(sub) -> None:
-    parser = sub.add_parser("serve", help="serve a SavedModel over TF Serving's REST API on 127.0.0.1")
-    parser.add_argument("--model-dir", required=True, help="the SavedModel directory")
-    parser.add_argument("--model-name", default="model", help="the <name> in /v1/models/<name>")
-    parser.add_argument("--port", type=int, default=8501,
-                        help="port on 127.0.0.1 (0: any free port; the default is TF Serving's REST port)")
-    parser.add_argument("--port-file", help="write the bound port here once listening")
-    parser.set_defaults(func=_serve)
-
-
-def _serve(args: argparse.Namespace) -> int:
-    from autograder.checks.serving import serve
-
-    if not (Path(args.model_dir) / "saved_model.pb").exists():
-        raise UsageError(f"{args.model_dir!r} is not a SavedModel directory (no saved_model.pb)")
-    serve(args.model_dir, args.model_name, args.port_file, args.port)
-    return 0
-
-
-def _add_trace(sub) -> None:
-    parser = sub.add_parser("trace", help="print the op table of a TensorFlow profiler trace")
-    parser.add_argument("trace", help="a profiler logdir (newest run is read) or an .xplane.pb file")
-    parser.add_argument("--by", choices=("type", "name"), default="type", help="group by op type or node name")
-    parser.add_argument("--top", type=int, default=15, help="rows to print (default %(default)s)")
-    parser.add_argument("--plane", default=None, help="only planes whose name starts with this, e.g. /device:GPU")
-    parser.set_defaults(func=_trace)
-
-
-def _trace(args: argparse.Namespace) -> int:
-    from autograder.checks.profiler_trace import TraceNotFound, find_xplane, format_table, op_table
-
-    path = Path(args.trace)
-    try:
-        if not path.exists():
-            raise TraceNotFound(f"{path} does not exist")
-        file = find_xplane(path) if path.is_dir() else path
-        rows = op_table(file, by=args.by, plane=args.plane)
-    except (TraceNotFound, ValueError) as error:
-        raise UsageError(str(error)) from None
-    print(f"{file}  ({sum(r.count for r in rows)} op executions)")
-    print(format_table(rows, top=args.top))
     return 0
