@@ -29,7 +29,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-_libc = ctypes.CDLL(None, use_errno=True)
+libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER = 0x00020000, 0x40000000, 0x20000000, 0x10000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -48,7 +48,7 @@ def check(result: int, what: str) -> None:
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = lambda s: s.encode() if s is not None else None  # noqa: E731
-    check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+    check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
 def loopback_up() -> None:
@@ -68,7 +68,7 @@ def enter_user_namespace() -> None:
     """Become root of a new user namespace (mapped to our own uid), so that an
     unprivileged grader can build the same private root as a root one."""
     uid, gid = os.getuid(), os.getgid()
-    check(_libc.unshare(CLONE_NEWUSER), "unshare user")
+    check(libc.unshare(CLONE_NEWUSER), "unshare user")
     Path("/proc/self/setgroups").write_text("deny")
     Path("/proc/self/uid_map").write_text(f"0 {uid} 1")
     Path("/proc/self/gid_map").write_text(f"0 {gid} 1")
@@ -101,12 +101,12 @@ def drop_capabilities() -> None:
     """Give up every capability, for good (bounding set, effective/permitted/inheritable, no new
     privileges on exec)."""
     for cap in range(64):
-        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
             break
     header = struct.pack("II", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = ctypes.create_string_buffer(24)  # two zeroed cap_user_data_t
-    check(_libc.capset(ctypes.c_char_p(header), data), "capset")
-    check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    check(libc.capset(ctypes.c_char_p(header), data), "capset")
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
 def python_paths() -> list[str]:
@@ -150,9 +150,9 @@ def build_root(root: str, *, readonly: list[str], writable: list[str] = (), copi
     number = SYS_PIVOT_ROOT.get(os.uname().machine)
     if number is None:
         raise OSError(0, f"pivot_root: unknown system call number on {os.uname().machine}")
-    check(_libc.syscall(number, root.encode(), (root + "/.old").encode()), "pivot_root")
+    check(libc.syscall(number, root.encode(), (root + "/.old").encode()), "pivot_root")
     os.chdir("/")
-    check(_libc.umount2(b"/.old", MNT_DETACH), "umount old root")
+    check(libc.umount2(b"/.old", MNT_DETACH), "umount old root")
     os.rmdir("/.old")
     mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
@@ -185,11 +185,11 @@ def confine(spec: Confinement) -> None:
 
     if os.geteuid() != 0:
         enter_user_namespace()
-    check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare mount, network")
+    check(libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare mount, network")
     os.makedirs(spec.root, exist_ok=True)
     build_root(spec.root, readonly=python_paths() + list(spec.readonly), writable=[spec.writable])
     os.chdir("/")
-    check(_libc.unshare(CLONE_NEWPID), "unshare pid")
+    check(libc.unshare(CLONE_NEWPID), "unshare pid")
     child = os.fork()
     if child:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -201,8 +201,8 @@ def confine(spec: Confinement) -> None:
             except InterruptedError:
                 continue
         os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    check(_libc.unshare(CLONE_NEWNS), "unshare mount")
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    check(libc.unshare(CLONE_NEWNS), "unshare mount")
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

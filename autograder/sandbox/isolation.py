@@ -15,7 +15,7 @@ from autograder.forking import close_fds_except  # noqa: F401  (the sandbox's fo
 from autograder.submission.limits import Limits
 from autograder.isolation import (  # noqa: F401  (the sandbox's modules take these from here)
     CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, MNT_DETACH, MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID,
-    MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT, SYS_PIVOT_ROOT, SYSTEM_PATHS, _libc,
+    MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT, SYS_PIVOT_ROOT, SYSTEM_PATHS, libc as _libc,
 )
 from autograder.isolation import bind as _bind  # noqa: F401
 from autograder.isolation import build_root
