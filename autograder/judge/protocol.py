@@ -115,7 +115,7 @@ class Checked:
 
 @dataclass(frozen=True)
 class PartResult:
-    """An in-kernel test's result, scored by the worker (``grading.results.TestResult``'s fields)."""
+    """An in-kernel test's result, scored by the worker (``autograder.results.results.TestResult``'s fields)."""
     name: str
     score: float
     max_score: float

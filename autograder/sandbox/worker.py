@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from autograder.sandbox import integrity, scoring as runner
+from autograder.sandbox import integrity, scoring
 from autograder.results.results import TestResult
 from autograder.sandbox.host import KERNEL_NAME, Limits, cgroup_pids, clean_env
 from autograder.sandbox.isolation import NO_ISOLATION_WARNING, _libc, isolate_worker
@@ -214,7 +214,7 @@ class _Worker:
             self.frozen.update({entry.removeprefix("state:"): entry for entry in freeze})
         cell, _ = self.run_cell(integrity.verify_source(self.token, names, freeze=freeze, label=label),
                                 timeout=60, store_history=False)
-        return integrity.parse_report(runner.stdout_of(cell), self.token)
+        return integrity.parse_report(scoring.stdout_of(cell), self.token)
 
     def frozen_rebound(self, test_source: str) -> list[str]:
         """Frozen names a test cell bound again (its own objects are the grader's)."""
@@ -283,7 +283,7 @@ class _Worker:
                     self.token, hidden_dirs=self.job["hidden_dirs"], include_tf=self.job["include_tf"],
                     allow=self.job.get("keep_paths", []), writable=[str(self.workdir)]),
                     timeout=max(120.0, self.limits.cell_timeout_s), store_history=False)
-                ready = runner.after_token(runner.stdout_of(boot), self.token + "ready")
+                ready = scoring.after_token(scoring.stdout_of(boot), self.token + "ready")
                 if ready is None:
                     raise RuntimeError("the grader's bootstrap cell failed: " + _error_text(boot))
                 self.profile = json.loads(ready)
@@ -310,9 +310,9 @@ class _Worker:
                     names = integrity.global_names(source)
                     if not tampered:
                         tampered = self.check_integrity(names)
-                    sentinel = runner.new_sentinel()
+                    sentinel = scoring.new_sentinel()
                     # Not in the kernel's history: a later cell must not find hidden tests in In/_ih.
-                    cell, index, stopped = self.run_limited(runner.with_sentinel(source, sentinel), label,
+                    cell, index, stopped = self.run_limited(scoring.with_sentinel(source, sentinel), label,
                                                             store_history=False)
                     if not tampered:
                         # The test's own bindings are the grader's: they stay frozen from here on.
@@ -358,7 +358,7 @@ class _Worker:
             return (f"{label} printed more than {self.limits.output_kb} KB of output; "
                     "print less (a summary, not every value)")
         reply = self.client.replies.get(index) or {}
-        error = (reply["ename"], reply.get("evalue", "")) if reply.get("status") == "error" else runner.error_of(cell)
+        error = (reply["ename"], reply.get("evalue", "")) if reply.get("status") == "error" else scoring.error_of(cell)
         if error and error[0] == "MemoryError":
             return f"{label} ran out of memory (limit {self.limits.memory_mb} MB)"
         if error and error[0] in ("SystemExit",):
@@ -374,7 +374,7 @@ class _Worker:
                               "output (does your function print in a loop?); print less", "visible", "failed")
         if pending:  # a limit broken by this part's cells costs the part, whatever the test found
             return TestResult(gid, 0.0, points, pending, "visible", "failed")
-        return runner.score_test(cell, grade_id=gid, points=points, reply=self.client.replies.get(index),
+        return scoring.score_test(cell, grade_id=gid, points=points, reply=self.client.replies.get(index),
                                  sentinel=sentinel)
 
 
@@ -383,7 +383,7 @@ def _probe_error(ename: str, message: str) -> str:
 
 
 def _error_text(cell) -> str:
-    error = runner.error_of(cell)
+    error = scoring.error_of(cell)
     if error:
         return f"{error[0]}: {error[1]}"
     text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")

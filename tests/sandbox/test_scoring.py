@@ -4,7 +4,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from autograder.sandbox import scoring as runner
+from autograder.sandbox import scoring
 
 
 def _cell(*outputs):
@@ -17,11 +17,11 @@ def _stdout(text):
     return nbformat.v4.new_output("stream", name="stdout", text=text)
 
 
-SENTINEL = runner.new_sentinel()
+SENTINEL = scoring.new_sentinel()
 
 
 def _score(cell, reply):
-    return runner.score_test(cell, grade_id="test-x", points=2.0, reply=reply, sentinel=SENTINEL)
+    return scoring.score_test(cell, grade_id="test-x", points=2.0, reply=reply, sentinel=SENTINEL)
 
 
 def test_a_test_that_reached_its_end_passes_and_the_sentinel_is_not_shown():
@@ -42,7 +42,7 @@ def test_an_ok_reply_without_the_sentinel_fails():
 
 
 def test_a_guessed_sentinel_does_not_count():
-    result = _score(_cell(_stdout(runner.new_sentinel() + "\n")), {"status": "ok"})
+    result = _score(_cell(_stdout(scoring.new_sentinel() + "\n")), {"status": "ok"})
     assert result.score == 0.0
 
 
@@ -52,7 +52,7 @@ def test_no_reply_is_a_test_that_did_not_run():
 
 
 def test_with_sentinel_appends_a_top_level_print():
-    source = runner.with_sentinel("for i in range(2):\n    x = i\n", SENTINEL)
+    source = scoring.with_sentinel("for i in range(2):\n    x = i\n", SENTINEL)
     assert source.endswith(f"print({SENTINEL!r}, flush=True)\n")
     compile(source, "<test>", "exec")
 
@@ -67,9 +67,9 @@ PLACER = "Executing op MatMul in device /job:localhost/replica:0/task:0/device:C
     PLACER[:25] + 'TOK{"ok": "[1]"}\n' + PLACER[25:],  # the fd chunk ended mid-line
 ])
 def test_after_token_takes_the_json_value_whatever_the_placer_printed_around_it(stdout):
-    assert runner.after_token(stdout, "TOK") == '{"ok": "[1]"}'
+    assert scoring.after_token(stdout, "TOK") == '{"ok": "[1]"}'
 
 
 @pytest.mark.parametrize("stdout", ["", 'OTHER{"ok": "[1]"}\n', "TOK not json\n", 'TOK{"ok": \n'])
 def test_after_token_is_none_without_a_whole_json_value_after_the_token(stdout):
-    assert runner.after_token(stdout, "TOK") is None
+    assert scoring.after_token(stdout, "TOK") is None
