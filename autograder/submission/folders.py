@@ -27,7 +27,7 @@ def _student_dirs(root: Path) -> list[Path]:
 def find_submissions(root: Path, assignment: str | None = None,
                      students: list[str] | None = None) -> list[Submission]:
     """Every ``<student>/<assignment>/`` folder under ``root``, sorted, with its notebook
-    found by :func:`autograder.frontends.pipeline.find_notebook`; only ``assignment``'s and
+    found by :func:`find_notebook`; only ``assignment``'s and
     ``students``' when given."""
     found = []
     for student_dir in _student_dirs(root):
