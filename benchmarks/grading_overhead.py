@@ -39,7 +39,7 @@ import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
 from autograder.frontends import grade  # noqa: E402
-from autograder.sandbox import host as sandbox
+from autograder.sandbox import host as sandbox  # noqa: E402
 
 
 def _bin(name: str) -> str:
