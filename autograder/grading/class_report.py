@@ -31,7 +31,7 @@ from autograder.grading import feedback, pipeline
 from autograder.grading import notebook as nbtools
 from autograder.grading.results import Results, graded_files
 
-STATUSES = ("passed", "failed", "inconclusive", "error", "missing", "skipped")
+STATUSES = ("passed", "failed", "inconclusive", "manual", "error", "missing", "skipped")
 SLOWEST = 10
 HIDDEN_END = "### END HIDDEN TESTS"
 TIMED_OUT = "ran longer than"  # the sandbox's words for a cell or notebook time limit

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.errors import UsageError
-from autograder.grading import feedback, review, sandbox
+from autograder.grading import feedback, review, sandbox, startup
 from autograder.grading.limits import Limits, course_limits
 from autograder.grading import notebook as nbtools
-from autograder.grading.results import Results, zero_results
+from autograder.grading.results import NEEDS_MANUAL, Results, TestResult, zero_results
 
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 
@@ -33,12 +33,13 @@ class Assignment:
 
     name: str
     source: Path  # the source notebook: tests, locked cells, points
-    parts: list[nbtools.GradedPart] = field(default_factory=list)
+    parts: list[nbtools.GradedPart] = field(default_factory=list)  # tested and manual, in the source's order
     data_files: list[Path] = field(default_factory=list)
     hidden_lines: list[str] = field(default_factory=list)
     hidden_parts: frozenset[str] = frozenset()  # parts whose test cell holds hidden tests
     limits: Limits = Limits()  # what the course's grading.toml sets for it (see grading/limits.py)
     notebook: object = None  # the source notebook as read once here: the sandbox restores from it
+    manual: frozenset[str] = frozenset()  # parts an instructor grades by hand (nbgrader's formgrader)
 
     @property
     def part_names(self) -> list[str]:
@@ -58,9 +59,11 @@ def load_assignment(source: Path | str, *, data_files: list[Path] | None = None)
     hidden_parts = frozenset(
         nbtools.nbgrader_meta(cell)["grade_id"] for cell in source_nb.cells
         if nbtools.is_test_cell(cell) and HIDDEN_BEGIN in cell.source)
-    return Assignment(source.stem, source, nbtools.graded_parts(source_nb), list(data_files),
+    manual = frozenset(p.grade_id for p in nbtools.manual_parts(source_nb)) - {
+        p.grade_id for p in nbtools.graded_parts(source_nb)}
+    return Assignment(source.stem, source, nbtools.all_parts(source_nb), list(data_files),
                       sandbox.hidden_test_lines(source_nb), hidden_parts,
-                      course_limits(source.resolve().parent.parent, source.stem), source_nb)
+                      course_limits(source.resolve().parent.parent, source.stem), source_nb, manual)
 
 
 def files_beside(notebook: Path) -> list[Path]:
@@ -101,15 +104,41 @@ def grade_notebook(notebook: Path | None, assignment: Assignment, *, limits: san
     if notebook is None:
         return zero_results(assignment.parts, problem or "no notebook was submitted", status="missing")
     try:
-        results = sandbox.run_submission(notebook, assignment.source, limits=limits or assignment.limits,
-                                         data_files=assignment.data_files, hidden_dirs=hidden_dirs,
-                                         isolate=isolate, only_parts=only_parts, source_nb=assignment.notebook)
+        with startup.counting() as started:
+            results = sandbox.run_submission(notebook, assignment.source, limits=limits or assignment.limits,
+                                             data_files=assignment.data_files, hidden_dirs=hidden_dirs,
+                                             isolate=isolate, only_parts=only_parts, source_nb=assignment.notebook)
+            _apart(results, started())
     except Exception as exc:  # the grader's own failure must not stop a batch or lose a results file
         message = (f"the grader failed on this submission ({exc.__class__.__name__}: {exc}); "
                    "grade it again, and tell the course maintainers if it keeps failing")
         return zero_results(assignment.parts, message, notebook=notebook.name)
     results = feedback.redact_hidden(results, assignment.hidden_lines)
+    results = with_manual_parts(results, assignment, only_parts)
     results.review = _review(notebook, assignment, results)
+    return results
+
+
+def _apart(results: Results, startup_s: float) -> None:
+    """Report the grader's start-up (:mod:`autograder.grading.startup`) apart from the submission's time."""
+    results.startup_s = round(startup_s, 3)
+    if results.execution_time_s is not None:
+        results.execution_time_s = round(max(0.0, results.execution_time_s - startup_s), 3)
+
+
+def with_manual_parts(results: Results, assignment: Assignment, only_parts: list[str] | None = None) -> Results:
+    """``results`` with a ``manual`` result (0 of its points, "needs manual grading") for each
+    manually graded part, every part in the source's order: its points count in ``max_score``
+    and the score is not final until an instructor grades it (nbgrader's formgrader)."""
+    have = results.by_name()
+    tests = []
+    for part in assignment.parts:
+        if part.grade_id in have:
+            tests.append(have.pop(part.grade_id))
+        elif part.grade_id in assignment.manual and (only_parts is None or part.grade_id in only_parts):
+            tests.append(TestResult(part.grade_id, 0.0, part.points, NEEDS_MANUAL.format(points=part.points),
+                                    "visible", "manual"))
+    results.tests = tests + list(have.values())
     return results
 
 

@@ -26,7 +26,8 @@ from autograder.grading.class_report import (STATUSES, AssignmentReport, ClassRe
                                              parts_csv, review_csv, speeds_csv)
 from autograder.grading.similarity import pairs_csv
 
-COLOURS = {"passed": "#1a7f37", "failed": "#b42318", "inconclusive": "#9a6700", "error": "#6e3fb2",
+COLOURS = {"passed": "#1a7f37", "failed": "#b42318", "inconclusive": "#9a6700", "manual": "#0969da",
+           "error": "#6e3fb2",
            "missing": "#8c959f", "skipped": "#d0a215"}
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#222}

@@ -217,7 +217,7 @@ def test_cli_grades_a_small_class_end_to_end(tmp_path):
     proc = _cli("grade", str(subs), "--out", str(out), "--source", str(TINY_SOURCE), "--workers", "2")
     assert proc.returncode == 0, proc.stderr
     assert "grades.csv: 2 submission(s)" in proc.stdout
-    assert proc.stdout.splitlines()[-1].split() == ["tiny", "2", "0", "0", "0", "0", "3.50", "/", "5"]
+    assert proc.stdout.splitlines()[-1].split() == ["tiny", "2", "0", "0", "0", "0", "0", "3.50", "/", "5"]
     assert "2/2" in proc.stderr and "ETA" in proc.stderr
     lines = (out / "grades.csv").read_text().splitlines()
     assert lines[1].startswith("tiny,,,alice,,,,5,0,5,5,3,2,graded")
@@ -506,9 +506,12 @@ def test_the_summary_is_a_table_per_assignment():
             Row("ann", "ps2", Results(tests=[TestResult("c", 1.0, 1.0)])),
             Row("eve", "ps2", Results(tests=[TestResult("c", 0, 1.0, "none", status="missing")], output="none"))]
     lines = [line.split() for line in grade.summary_table(rows).splitlines()]
-    assert lines[0] == ["assignment", "graded", "pending", "failed", "to", "run", "missing", "skipped", "mean"]
-    assert lines[1] == ["ps1", "1", "1", "1", "0", "1", "1.00", "/", "5"]  # the skipped one not in the mean
-    assert lines[2] == ["ps2", "1", "0", "0", "1", "0", "0.50", "/", "1"]
+    assert lines[0] == ["assignment", "graded", "pending", "manual", "failed", "to", "run", "missing", "skipped",
+                        "mean"]
+    assert lines[1] == ["ps1", "1", "1", "0", "1", "0", "1", "1.00", "/", "5"]  # the skipped one not in the mean
+    assert lines[2] == ["ps2", "1", "0", "0", "0", "1", "0", "0.50", "/", "1"]
+    assert " ".join(lines[3]) == ("pending: the grader could not decide a speed part of 1 submission (ben/ps1); "
+                                  "`grade --retry-inconclusive` grades them again")
 
 
 def _run_cli(*args):
@@ -525,7 +528,7 @@ def test_cli_exit_status_says_some_were_skipped(tmp_path, fake, capsys):
     captured = capsys.readouterr()
     assert "skipped bob/1_tiny: no assignment of this folder's name" in captured.err
     assert captured.out.splitlines()[-2].split()[:2] == ["1_tiny", "0"]  # its row in the table, as skipped
-    assert captured.out.splitlines()[-1].split() == ["tiny", "1", "0", "0", "0", "0", "3.00", "/", "5"]
+    assert captured.out.splitlines()[-1].split() == ["tiny", "1", "0", "0", "0", "0", "0", "3.00", "/", "5"]
     shutil.rmtree(subs / "bob" / "1_tiny")
     assert _run_cli(str(subs), "--out", str(out), "--source", str(TINY_SOURCE)) == 0
     from autograder.cli import build_parser
@@ -558,7 +561,7 @@ def test_rostered_students_without_a_submission_get_a_missing_zero(tmp_path, fak
     canvas = list(csv.reader((out / "grades_canvas.csv").open()))
     assert [line[-1] for line in canvas[2:]] == ["3", "3", "0"]  # alice, bob, zed
     assert "missing" in grade.summary_table(rows).splitlines()[0]
-    assert grade.summary_table(rows).splitlines()[1].split()[1:6] == ["2", "0", "0", "1", "0"]
+    assert grade.summary_table(rows).splitlines()[1].split()[1:7] == ["2", "0", "0", "0", "1", "0"]
 
 
 @pytest.mark.parametrize("content", [b"{}", b"[1, 2]", b"not json", b"[" * 100_000, b'{"cells": 3}',
