@@ -1,6 +1,7 @@
 """The grade command: layout, resume, atomic outputs, interruption, the CLI as users see it."""
 from __future__ import annotations
 
+import csv
 import html
 import io
 import json
@@ -340,6 +341,42 @@ def test_inconclusive_speed_is_graded_again_alone_once_the_batch_is_done(tmp_pat
     assert "6/6" in stream.getvalue().strip().splitlines()[-1]
     _grade(subs, out)  # graded: a rerun grades nothing, carol's inconclusive result included
     assert len(fake.calls) == 6
+
+
+def test_retry_inconclusive_grades_only_the_pending_submissions(tmp_path, fake, monkeypatch, capsys):
+    """Pending is not 0: a later `grade --retry-inconclusive` grades only the submissions whose
+    speed part was left undecided, and their new verdict replaces it in grades.csv."""
+    from autograder import cli
+
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    for student in ("alice", "bob"):
+        _submit(subs, student, b"{}")
+    later = {"alice": "passed", "bob": "inconclusive"}
+
+    def speed(submission, source, **kw):
+        student = submission.parent.parent.name
+        fake(submission, source, **kw)
+        status = later[student]
+        return Results(tests=[TestResult("test-fast", 3.0 * (status == "passed"), 3.0, status, status=status)])
+
+    monkeypatch.setattr(grade.sandbox, "run_submission", speed)
+    common = ["grade", str(subs), "--out", str(out), "--source", str(TINY_SOURCE), "--workers", "1"]
+    assert cli.main(common) == 0
+    assert sorted(fake.calls) == ["alice", "bob", "bob"]  # bob's second try, alone, is undecided too
+    printed = capsys.readouterr().out
+    assert "pending: the grader could not decide a speed part of 1 submission (bob/tiny)" in printed
+    with open(out / "grades.csv", newline="") as f:
+        assert {r["student_id"]: r["status"] for r in csv.DictReader(f)} == {"alice": "graded", "bob": "pending"}
+    later["bob"] = "passed"  # a quieter hour
+    assert cli.main([*common, "--retry-inconclusive"]) == 0
+    assert sorted(fake.calls) == ["alice", "bob", "bob", "bob"]  # alice, graded, is left alone
+    with open(out / "grades.csv", newline="") as f:
+        rows = {r["student_id"]: r for r in csv.DictReader(f)}
+    assert rows["bob"]["status"] == "graded" and rows["bob"]["score"] == "3" and rows["bob"]["message"] == ""
+    assert cli.main([*common, "--retry-inconclusive"]) == 0 and len(fake.calls) == 4  # nothing pending now
+    capsys.readouterr()
+    assert cli.main([*common, "--retry-inconclusive", "--force"]) == 2
+    assert "--retry-inconclusive grades only the pending submissions" in capsys.readouterr().err
 
 
 def test_the_suites_batches_give_the_same_second_try():
