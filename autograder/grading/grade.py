@@ -214,17 +214,28 @@ def write_nbgrader_feedback(feedback_root: Path, sub: Submission, html: str) -> 
     The page is made readable by all (0644, as nbgrader's own feedback under the usual
     umask): ``release_feedback`` copies it into the exchange with its mode, and the
     student, another user, must be able to read it there.  The two copies keep the
-    submission's modes; a stale copy whose original is gone is removed, so the page is
-    never released under an older submission's secret."""
+    submission's modes; a stale secret whose original is gone is removed, so the page is
+    never released under an older submission's secret.  ``release_feedback`` needs a
+    ``timestamp.txt``: a submission not collected by nbgrader (none there) gets one written,
+    its notebook's modification time in nbgrader's format."""
     folder = feedback_root / sub.student / sub.assignment
     stem = sub.notebook.stem if sub.notebook is not None else sub.assignment
     for name in ("timestamp.txt", "submission_secret.txt"):
         original, copy = sub.folder / name, folder / name
         if original.is_file():
             write_atomic(copy, original.read_bytes(), mode=stat.S_IMODE(original.stat().st_mode))
+        elif name == "timestamp.txt":
+            write_atomic(copy, _nbgrader_timestamp(sub.notebook or sub.folder))
         elif copy.is_file():
             copy.unlink()
     return write_atomic(folder / f"{stem}.html", html, mode=0o644)
+
+
+def _nbgrader_timestamp(path: Path) -> str:
+    """``path``'s modification time as nbgrader writes a ``timestamp.txt`` (UTC, microseconds)."""
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
 def nbgrader_feedback_dir(submissions: Path) -> Path | None:
