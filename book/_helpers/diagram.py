@@ -16,7 +16,7 @@ COLOURS = {"python": "#dbe9f6", "graph": "#e2f0d9", "cpp": "#fde9d9", "cuda": "#
 
 
 def draw(boxes: Mapping[str, tuple], arrows: Sequence[tuple] = (), *, size=(7, 3.5),
-         title: str | None = None, width: float = 2.2, height: float = 0.7):
+         title: str | None = None, width: float = 2.2, height: float = 0.7, fontsize: float = 8.5):
     """Draw ``boxes`` ({key: (x, y, text[, kind])}, centres) joined by ``arrows``
     ((from_key, to_key[, label])) and return the figure.
 
@@ -33,7 +33,7 @@ def draw(boxes: Mapping[str, tuple], arrows: Sequence[tuple] = (), *, size=(7, 3
         ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height,
                                     boxstyle="round,pad=0.05", facecolor=COLOURS[kind],
                                     edgecolor="#444", linewidth=1))
-        ax.text(x, y, text, ha="center", va="center", fontsize=8.5, wrap=True)
+        ax.text(x, y, text, ha="center", va="center", fontsize=fontsize)
     for arrow in arrows:
         start, end = arrow[0], arrow[1]
         for key in (start, end):
@@ -41,16 +41,16 @@ def draw(boxes: Mapping[str, tuple], arrows: Sequence[tuple] = (), *, size=(7, 3
                 raise ValueError(f"arrow {arrow!r} names box {key!r}, which is not in the diagram")
         (x0, y0), (x1, y1) = boxes[start][:2], boxes[end][:2]
         dx, dy = x1 - x0, y1 - y0
-        # leave the box edges: shrink along the longer axis by half a box
-        shrink = (width / 2 + 0.05) if abs(dx) * height >= abs(dy) * width else (height / 2 + 0.05)
         length = (dx * dx + dy * dy) ** 0.5 or 1.0
-        scale = shrink / max(abs(dx) / length, abs(dy) / length, 1e-9) / length
-        p0 = (x0 + dx * scale, y0 + dy * scale)
-        p1 = (x1 - dx * scale, y1 - dy * scale)
+        # leave each box where the line from its centre crosses its edge, plus a small gap
+        edge = min((width / 2) / abs(dx) if dx else float("inf"), (height / 2) / abs(dy) if dy else float("inf"))
+        t = min(edge + 0.06 / length, 0.45)
+        p0 = (x0 + dx * t, y0 + dy * t)
+        p1 = (x1 - dx * t, y1 - dy * t)
         ax.add_patch(FancyArrowPatch(p0, p1, arrowstyle="-|>", mutation_scale=12, color="#333", linewidth=1.1))
         if len(arrow) > 2 and arrow[2]:
             ax.text((p0[0] + p1[0]) / 2, (p0[1] + p1[1]) / 2 + 0.12, arrow[2], ha="center", va="bottom",
-                    fontsize=7.5, color="#333", style="italic")
+                    fontsize=fontsize - 1, color="#333", style="italic")
     xs = [spec[0] for spec in boxes.values()]
     ys = [spec[1] for spec in boxes.values()]
     ax.set_xlim(min(xs) - width / 2 - 0.2, max(xs) + width / 2 + 0.2)
