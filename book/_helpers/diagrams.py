@@ -35,7 +35,10 @@ def _edge_point(box: Box, toward: tuple[float, float]) -> tuple[float, float]:
     if dx == 0 and dy == 0:
         return box.x, box.y
     half_w, half_h = box.width / 2, box.height / 2
-    scale = min(half_w / abs(dx) if dx else float("inf"), half_h / abs(dy) if dy else float("inf"))
+    if box.kind == "decision":   # a diamond: |dx| / half_w + |dy| / half_h = 1 on its edge
+        scale = 1 / (abs(dx) / half_w + abs(dy) / half_h)
+    else:
+        scale = min(half_w / abs(dx) if dx else float("inf"), half_h / abs(dy) if dy else float("inf"))
     return box.x + dx * scale, box.y + dy * scale
 
 
@@ -65,6 +68,9 @@ def draw_flowchart(ax, boxes: dict[str, Box], arrows: list[tuple[str, str, str]]
             ax.text((tail[0] + head[0]) / 2, (tail[1] + head[1]) / 2, label, fontsize=fontsize - 0.5,
                     ha="center", va="center", color="#333",
                     bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"})
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
+    margin = 0.01
+    ax.set_xlim(min(0.0, min(b.x - b.width / 2 for b in boxes.values()) - margin),
+                max(1.0, max(b.x + b.width / 2 for b in boxes.values()) + margin))
+    ax.set_ylim(min(0.0, min(b.y - b.height / 2 for b in boxes.values()) - margin),
+                max(1.0, max(b.y + b.height / 2 for b in boxes.values()) + margin))
     ax.axis("off")
