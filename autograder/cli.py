@@ -29,6 +29,8 @@ EXAMPLES = """examples:
                                                    run your notebook's visible tests; exit 0 when all pass
   python -m autograder check NOTEBOOK --part test-xla-step
                                                    re-check one part
+  python -m autograder init-course ~/tfcourse --course-id tf-gpu-2026
+                                                   start an nbgrader course (config and sources)
   python -m autograder grade submitted/ --out graded/   grade a class (nbgrader layout)
   python -m autograder grade submitted/ --out graded/ --scheduler tcp://HOST:8786
                                                    the same on a Dask cluster (the book: Grading on a cluster)
@@ -66,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in (_add_doctor, _add_check, _add_placement, _add_bench, _add_roofline, _add_grade,
-                _add_export, _add_report, _add_gradescope, _add_gradescope_run, _add_release, _add_serve,
-                _add_trace):
+                _add_export, _add_report, _add_gradescope, _add_gradescope_run, _add_release, _add_init_course,
+                _add_serve, _add_trace):
         add(sub)
     return parser
 
@@ -606,6 +608,29 @@ def _gradescope_run(args: argparse.Namespace) -> int:
 
 
 # --- course tools ---------------------------------------------------------------------
+
+def _add_init_course(sub) -> None:
+    parser = sub.add_parser(
+        "init-course", help="start an nbgrader course folder: nbgrader_config.py and the assignments' sources",
+        description="Write DIR/nbgrader_config.py (course_id, Exchange.root, source/ and release/ folders) and copy "
+        "the assignments' sources (solutions, hidden tests, data) into DIR/source/; then run nbgrader in DIR.")
+    parser.add_argument("folder", metavar="DIR", help="the new course's folder")
+    parser.add_argument("--course-id", required=True, help="nbgrader's course_id (the exchange's folder name)")
+    parser.add_argument("--exchange", default="/srv/nbgrader/exchange",
+                        help="nbgrader's Exchange.root, shared with the students (default %(default)s)")
+    parser.add_argument("--assignment", action="append", metavar="NAME",
+                        help="copy only this assignment (repeatable; default: all of solutions/)")
+    parser.set_defaults(func=_init_course)
+
+
+def _init_course(args: argparse.Namespace) -> int:
+    from autograder.course.new_course import init_course
+
+    written = init_course(args.folder, course_id=args.course_id, exchange=args.exchange, assignments=args.assignment)
+    print(f"wrote {written[0]} and {len(written) - 1} source folder(s) in {Path(args.folder) / 'source'}; "
+          f"next: cd {args.folder} && nbgrader generate_assignment NAME")
+    return 0
+
 
 def _add_release(sub) -> None:
     parser = sub.add_parser("release", help="generate exercises/ from solutions/ with nbgrader")

@@ -82,7 +82,10 @@ def load_course(root: Path | str) -> Course:
         config.CourseDirectory.root = str(root)  # nbgrader's default is the folder it runs in: the course
     coursedir = CourseDirectory(config=config)
     course_root = Path(coursedir.root)
-    return Course(course_root, course_root / coursedir.source_directory, coursedir.db_url, config)
+    db_url = coursedir.db_url
+    if db_url.startswith("sqlite:///") and not db_url[len("sqlite:///"):].startswith("/"):
+        db_url = f"sqlite:///{course_root / db_url[len('sqlite:///'):]}"  # nbgrader runs in the course: relative to it
+    return Course(course_root, course_root / coursedir.source_directory, db_url, config)
 
 
 def read_roster(course: Course) -> Roster:
