@@ -22,7 +22,7 @@ from matplotlib.ticker import MaxNLocator
 
 from autograder.atomic import write_atomic
 from autograder.errors import UsageError
-from autograder.grading.class_report import (STATUSES, AssignmentReport, ClassReport, Speed, failures_csv,
+from autograder.grading.class_report import (PENDING, STATUSES, AssignmentReport, ClassReport, Speed, failures_csv,
                                              parts_csv, review_csv, speeds_csv)
 from autograder.grading.similarity import pairs_csv
 
@@ -158,8 +158,11 @@ def _time_section(report: AssignmentReport) -> str:
                         f'<span class="msg">{esc(s.reason)}</span>'] for s in report.stopped], {2})
                if report.stopped else "<p>None.</p>")
     timed_out = sum(s.timed_out for s in report.stopped)
+    pending = (_table(["student", "part", "waits for"], [[esc(s), esc(p), esc(PENDING[status])]
+                                                          for s, p, status in sorted(report.pending)], set())
+               if report.pending else "<p>None.</p>")
     return (f"<h3>Slowest submissions</h3>{slow}<h3>Stopped early ({len(report.stopped)}, "
-            f"{timed_out} by a time limit)</h3>{stopped}")
+            f"{timed_out} by a time limit)</h3>{stopped}<h3>Not final ({len(report.pending)} parts)</h3>{pending}")
 
 
 def _review_section(report: AssignmentReport) -> str:
