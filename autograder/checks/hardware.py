@@ -17,6 +17,7 @@ set to 0/false or 1/true before TensorFlow starts overrides that default.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import sys
@@ -101,16 +102,42 @@ def quiet_current_profile() -> Profile:
     """
     if "tensorflow" not in sys.modules:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        stderr_fd = os.dup(2)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, 2)  # absl prints a banner to fd 2 before any level applies
+        with _stderr_discarded():  # absl prints a banner to fd 2 before any level applies
             import tensorflow  # noqa: F401
-        finally:
-            os.dup2(stderr_fd, 2)
-            os.close(stderr_fd)
-            os.close(devnull)
     return current_profile()
+
+
+def start_tensorflow_quietly() -> None:
+    """Import TensorFlow and find its devices with their log lines kept off stderr.
+
+    For an exercise's setup cell, before ``import tensorflow``: the import logs
+    its oneDNN, CUDA-stub and CPU-feature notes, and finding the devices of a
+    machine without a GPU logs ``failed call to cuInit`` as an error, which only
+    means that no GPU driver is installed; a Jupyter kernel shows all of it in
+    the notebook.  Only file descriptor 2 during this call is silenced, and
+    ``TF_CPP_MIN_LOG_LEVEL`` is left as it is, so placement logging (which needs
+    level 0 at the import) still works.  Listing devices does not start the
+    runtime: logical devices can still be configured afterwards.
+    """
+    with _stderr_discarded():
+        import tensorflow as tf
+
+        tf.config.list_physical_devices("GPU")
+
+
+@contextlib.contextmanager
+def _stderr_discarded():
+    """File descriptor 2 points at /dev/null while the block runs (C++ logs bypass ``sys.stderr``)."""
+    sys.stderr.flush()
+    stderr_fd = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(stderr_fd, 2)
+        os.close(stderr_fd)
+        os.close(devnull)
 
 
 def setup_exercise_devices(logical_cpus: int = 2) -> str:

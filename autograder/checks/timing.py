@@ -56,8 +56,9 @@ from autograder.checks.timing_results import (  # noqa: F401
     format_seconds,
 )
 from autograder.checks.timing_stats import (  # noqa: F401
-    LOOKS, LookPlan, _ci_or_none, _pair_ratio, _relative_decision, _relative_trial, _speedup_decision, _stats,
-    crossing_probability, look_plan, median_ci, min_trials_for, order_index,
+    HARD_STOP_BUDGETS, LOOKS, MAX_STRETCH, QUIET_SPREAD, LookPlan, _ci_or_none, _pair_ratio, _relative_decision, _relative_trial,
+    _speedup_decision, _stats, budget_stretch, crossing_probability, look_plan, median_ci, min_trials_for,
+    order_index,
 )
 
 # Bound before any learner code runs (the grader imports this module first).
@@ -313,16 +314,18 @@ def _run_trials(
     of trials), ``decide(*stats)`` gets each statistic's (median, low, high), the
     interval at the plan's per-look level, and returns a verdict, or None to keep
     sampling: over all the looks a verdict is wrong at most 1 - ``confidence`` of
-    the time (see :mod:`autograder.checks.timing_stats`).  When the budget runs
-    out between two looks, sampling goes on to the next one, unless the functions
-    are so slow that this would take past three budgets; after the last look
-    there is no verdict."""
+    the time (see :mod:`autograder.checks.timing_stats`).  The budget grows with
+    the spread of the first statistic's per-trial values (``budget_stretch``: a busy
+    machine gets more looks, up to two budgets: past the plain budget, only while the
+    next look fits in the grown one).  When the plain budget runs out between two
+    looks, sampling goes on to the next one, unless the functions are so slow that
+    this would take past three budgets; after the last look there is no verdict."""
     plan = look_plan(confidence)
     times: list[list[float]] = [[] for _ in sides]
     rows: list[tuple[float, ...]] = []
     decision = None
     started = _clock()
-    deadline, hard_stop = started + budget_s, started + 3 * budget_s
+    hard_stop = started + HARD_STOP_BUDGETS * budget_s
     while True:
         trial = len(rows)
         arg_sets = [_fresh_inputs(make_inputs) for _ in range(reps)]
@@ -338,9 +341,17 @@ def _run_trials(
             if decision or len(rows) == plan.looks[-1]:
                 break
         now = _clock()
-        if now >= hard_stop or (now >= deadline and at_look):
+        if now >= hard_stop or (at_look and now >= started + budget_s and not _room_for_next_look(
+                plan, len(rows), now - started, budget_s * budget_stretch([r[0] for r in rows]))):
             break
     return _Trials(times, _stats(rows, plan.interval_confidence), decision, plan.first, plan.interval_confidence)
+
+
+def _room_for_next_look(plan: LookPlan, trials: int, elapsed: float, stretched_s: float) -> bool:
+    """Whether the next look, at the pace so far, is reached within ``stretched_s`` (the budget
+    grown with the noise): sampling past the budget only ever ends at a look."""
+    later = [n for n in plan.looks if n > trials]
+    return bool(later) and elapsed * later[0] / max(trials, 1) <= stretched_s
 
 
 def _enforce(res: _ResultT) -> _ResultT:

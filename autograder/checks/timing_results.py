@@ -14,6 +14,11 @@ import numpy as np
 
 from autograder.checks.timing_stats import _ci_or_none, look_plan
 
+# What a learner reads when the measurement stays undecided: the grade is pending, not a 0, and
+# the machine is the grader's business (``grade`` retries such parts; ``--retry-inconclusive``).
+UNDECIDED = ("The grader could not decide this part from its measurements, so it is pending, not failed: "
+             "it will be measured again before your grade is final.")
+
 
 # --- what a speed check reports ---------------------------------------------------
 
@@ -182,8 +187,7 @@ def _speedup_message(res: SpeedResult, n_min: int, budget_s: float) -> str:
         return f"{head} {graded}; too slow: the {interval} is all below {needed}"
     why = (f"{interval} in {budget_s:g} s" if few else
            f"the {interval} still straddles the threshold after {budget_s:g} s")
-    return (f"inconclusive: {head} {graded}; {why}. "
-            "Re-run on a quieter machine (close other programs) to get a verdict.")
+    return f"inconclusive: {head} {graded}; {why}. {UNDECIDED}"
 
 
 def _relative_outcome(
@@ -230,15 +234,13 @@ def _relative_message(
             f"inconclusive: {res.reference_label} is only {_fmt_ratio(res.reference_speedup)} faster than "
             f"{res.baseline_label} on this machine ({pct} interval {r_lo:.2f}x-{r_hi:.2f}x), below the floor of "
             f"{_fmt_ratio(floor)} for profile {res.profile}{floor_note}: this machine does not show the speedup "
-            "the part is about, so it cannot grade it. Re-run on a quieter machine (or the intended hardware). "
-            f"[{head}]"
+            f"the part is about. {UNDECIDED} [{head}]"
         )
     why = (f"{interval} in {budget_s:g} s" if few else
            f"the {interval} still straddles 1.00 after {budget_s:g} s")
     if r_lo is not None and r_lo < floor <= r_hi:
         why += f"; {res.reference_label}'s speedup ({r_lo:.2f}x-{r_hi:.2f}x) straddles the floor {_fmt_ratio(floor)}"
-    return (f"inconclusive: {head}; {why} (profile {res.profile}). "
-            "Re-run on a quieter machine (close other programs) to get a verdict.")
+    return f"inconclusive: {head}; {why} (profile {res.profile}). {UNDECIDED}"
 
 
 # --- a wrong output, and a check not timed ------------------------------------------

@@ -18,6 +18,15 @@ the true median is a sum over that walk's paths (:func:`crossing_probability`).
 It assumes only that trials are independent and their values have no ties.
 Looking after every trial at 95% instead (what this module did before) lets
 that chance grow to 7.7% each way over 40 trials and 14% over 200.
+
+**A budget that grows with the noise.**  The bound holds over all the planned looks
+together, so *when* a check stops looking can depend on anything, the data
+included, without raising it: stopping early or late only gives up verdicts the
+bound already counts.  A busy machine (other processes on the cores) spreads the
+per-trial values, and a right answer then needs more looks before its interval
+clears the threshold; :func:`budget_stretch` lets the time budget grow with that
+spread, up to :data:`MAX_STRETCH` times, within the three budgets a check could
+already take (:data:`HARD_STOP_BUDGETS`), so a noisy answer is decided instead of left "inconclusive".
 """
 from __future__ import annotations
 
@@ -75,6 +84,23 @@ def min_trials_for(confidence: float) -> int:
 
 
 # --- sequential looks -----------------------------------------------------------
+
+QUIET_SPREAD = 0.10  # interquartile range of log per-trial values on an idle machine (about +-5%)
+MAX_STRETCH = 2.0  # a budget grows at most this much, leaving time to reach the next look
+HARD_STOP_BUDGETS = 3.0  # no check runs past this many budgets, whatever its looks
+
+
+def budget_stretch(values: Sequence[float]) -> float:
+    """How many budgets a check may take, from the spread of its per-trial values: 1 while
+    their interquartile range (in log terms, so any scale) is at most :data:`QUIET_SPREAD`,
+    growing in proportion to it up to :data:`MAX_STRETCH`.  Only the time changes, never the
+    looks or their intervals, so the error rates stay those of :func:`look_plan`."""
+    logs = np.log([max(v, 1e-12) for v in values if math.isfinite(v)])
+    if len(logs) < 4:
+        return 1.0
+    q1, q3 = np.percentile(logs, [25, 75])
+    return float(min(MAX_STRETCH, max(1.0, (q3 - q1) / QUIET_SPREAD)))
+
 
 LOOKS = (8, 12, 18, 27, 41, 62, 93, 140)  # trial counts a check may decide at, each about 1.5x the last
 

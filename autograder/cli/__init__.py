@@ -25,6 +25,8 @@ EXAMPLES = """examples:
                                                    run your notebook's visible tests; exit 0 when all pass
   python -m autograder check NOTEBOOK --part test-xla-step
                                                    re-check one part
+  python -m autograder init-course ~/tfcourse --course-id tf-gpu-2026
+                                                   start an nbgrader course (config and sources)
   python -m autograder grade submitted/ --out graded/   grade a class (nbgrader layout)
   python -m autograder grade submitted/ --out graded/ --scheduler tcp://HOST:8786
                                                    the same on a Dask cluster (the book: Grading on a cluster)
@@ -48,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in (learner.add_doctor, learner.add_check, learner.add_placement, course.add_bench, course.add_roofline,
                 grading.add_grade, grading.add_export, grading.add_report, grading.add_gradescope,
-                grading.add_gradescope_run, course.add_release, learner.add_serve, learner.add_trace):
+                grading.add_gradescope_run, course.add_release, course.add_init_course, learner.add_serve,
+                learner.add_trace):
         add(sub)
     return parser
 

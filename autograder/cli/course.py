@@ -1,5 +1,5 @@
-"""The course maintainers' commands: ``bench`` and ``roofline`` (the book's figures) and
-``release`` (the exercises from their sources)."""
+"""The course's commands: ``bench`` and ``roofline`` (the book's figures), ``release`` (the
+exercises from their sources) and ``init-course`` (an nbgrader course folder for a term)."""
 from __future__ import annotations
 
 import argparse
@@ -65,6 +65,29 @@ def _roofline(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     print(json.dumps(peaks.to_dict(), indent=2) if args.json else format_peaks(peaks))
+    return 0
+
+
+def add_init_course(sub) -> None:
+    parser = sub.add_parser(
+        "init-course", help="start an nbgrader course folder: nbgrader_config.py and the assignments' sources",
+        description="Write DIR/nbgrader_config.py (course_id, Exchange.root, source/ and release/ folders) and copy "
+        "the assignments' sources (solutions, hidden tests, data) into DIR/source/; then run nbgrader in DIR.")
+    parser.add_argument("folder", metavar="DIR", help="the new course's folder")
+    parser.add_argument("--course-id", required=True, help="nbgrader's course_id (the exchange's folder name)")
+    parser.add_argument("--exchange", default="/srv/nbgrader/exchange",
+                        help="nbgrader's Exchange.root, shared with the students (default %(default)s)")
+    parser.add_argument("--assignment", action="append", metavar="NAME",
+                        help="copy only this assignment (repeatable; default: all of solutions/)")
+    parser.set_defaults(func=_init_course)
+
+
+def _init_course(args: argparse.Namespace) -> int:
+    from autograder.course.new_course import init_course
+
+    written = init_course(args.folder, course_id=args.course_id, exchange=args.exchange, assignments=args.assignment)
+    print(f"wrote {written[0]} and {len(written) - 1} source folder(s) in {Path(args.folder) / 'source'}; "
+          f"next: cd {args.folder} && nbgrader generate_assignment NAME")
     return 0
 
 

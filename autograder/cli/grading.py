@@ -17,11 +17,17 @@ GRADE_EPILOG = """examples:
   python -m autograder grade submitted/ --out graded/
   python -m autograder grade submitted/ --out graded/ --assignment 03_mixed_precision
   python -m autograder grade submitted/ --out graded/ --student bob --student carol --force
+  python -m autograder grade submitted/ --out graded/ --retry-inconclusive
 
 grades.csv (and each --export) always covers every results.json under --out, whatever was graded
-this time; its status column is one keyword (graded, pending, error, missing, skipped) and its
-message column says why. A folder that names no assignment of the source folder, or a notebook
-that is another exercise's, is named on stderr, skipped (a `skipped` row) and the rest graded.
+this time; its status column is one keyword (graded, pending, manual, error, missing, skipped) and
+its message column says why: pending is a speed part the grader could not decide (not a 0;
+--retry-inconclusive grades those again), manual a manually graded part (nbgrader grade: true,
+solution: true, no test) counted in max_score and waiting for nbgrader's formgrader. Inside an
+nbgrader course (SUBMISSIONS is its submitted/, beside nbgrader_config.py) the source folder,
+students' names, due dates, extensions and late penalty come from the course and its gradebook.
+A folder that names no assignment of the source folder, or a notebook that is another
+exercise's, is named on stderr, skipped (a `skipped` row) and the rest graded.
 
 exit status: 0 every submission found was graded; 2 usage error (nothing graded); 3 graded,
 but grades.csv holds skipped submissions (named on stderr); 130 interrupted
@@ -46,8 +52,12 @@ def add_grade(sub) -> None:
     parser.add_argument("--student", action="append", metavar="ID",
                         help="grade only this student's submissions (their folder's name; repeatable), again "
                         "where they are graded already; grades.csv keeps everyone's rows")
-    parser.add_argument("--source", help="nbgrader source folder with the tests (default: ./solutions)")
+    parser.add_argument("--source", help="nbgrader source folder with the tests (default: the course's "
+                        "source_directory when SUBMISSIONS is an nbgrader course's submitted/, else ./solutions)")
     parser.add_argument("--force", action="store_true", help="regrade submissions that already have results")
+    parser.add_argument("--retry-inconclusive", action="store_true",
+                        help="grade again only the submissions left pending (a speed part the grader could not "
+                        "decide), e.g. later, on a quieter machine; the rest is left as graded")
     parser.add_argument("--nbgrader-feedback", nargs="?", const="auto", metavar="DIR",
                         help="also write feedback where `nbgrader release_feedback` finds it (DIR default: the "
                         "course's feedback/ folder; on by default when SUBMISSIONS is an nbgrader course's submitted/ "
@@ -77,6 +87,8 @@ def _grade(args: argparse.Namespace) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    if args.retry_inconclusive and args.force:
+        raise UsageError("--retry-inconclusive grades only the pending submissions and --force all of them; give one")
     if args.workers is not None and args.scheduler:
         raise UsageError("--workers and --scheduler do not go together: on a cluster, its workers' threads "
                          "say how many submissions run at once")
@@ -103,7 +115,8 @@ def _grade(args: argparse.Namespace) -> int:
     try:
         rows = grade(args.submissions, args.out, workers=args.workers, assignment=args.assignment,
                      source=args.source, force=args.force, limit_overrides=overrides, nbgrader_feedback=feedback_dir,
-                     exports=formats, roster=roster, assignment_ids=assignment_ids, students=args.student)
+                     exports=formats, roster=roster, assignment_ids=assignment_ids, students=args.student,
+                     retry_inconclusive=args.retry_inconclusive)
     finally:
         signal.signal(signal.SIGTERM, previous)
     names = [EXPORTERS[f].filename for f in dict.fromkeys([DEFAULT_FORMAT, *formats])]

@@ -25,7 +25,8 @@ from autograder.submission.limits import with_overrides
 from autograder.results.results import Results
 from autograder.submission.assignment import files_beside, load_assignment, select_parts
 
-MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERR ", "inconclusive": "????", "skipped": "SKIP", "missing": "MISS"}
+MARKS = {"passed": "PASS", "failed": "FAIL", "error": "ERR ", "inconclusive": "????", "skipped": "SKIP", "missing": "MISS",
+         "manual": "HAND"}
 NO_PARTS = "no graded parts found: is this an exercise notebook from exercises/?"
 HIDDEN_LATER = "hidden tests run when your instructor grades"
 # extra_data.tests_run.hidden_tests: what happened to the hidden tests.

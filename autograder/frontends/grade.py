@@ -42,7 +42,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from autograder.results import exporters, feedback
+from autograder.results import exporters, feedback, gradebook
 from autograder.frontends import pipeline, work_queue as turns
 from autograder.sandbox import host as sandbox
 from autograder.errors import UsageError
@@ -111,6 +111,12 @@ def _paths(out: Path, sub: Submission) -> tuple[Path, Path]:
     return folder / "results.json", folder / "feedback.html"
 
 
+def is_pending(out: Path, sub: Submission) -> bool:
+    """Whether ``sub``'s results say a part is still undecided (``--retry-inconclusive`` grades it)."""
+    results = read_results(_paths(out, sub)[0])
+    return results is not None and submission_status(results) == "pending"
+
+
 def needs_grading(out: Path, sub: Submission) -> bool:
     """No readable results yet, or the submission changed after they were written
     (``nbgrader collect --update`` brought in a resubmission)."""
@@ -171,17 +177,28 @@ def write_nbgrader_feedback(feedback_root: Path, sub: Submission, html: str) -> 
     The page is made readable by all (0644, as nbgrader's own feedback under the usual
     umask): ``release_feedback`` copies it into the exchange with its mode, and the
     student, another user, must be able to read it there.  The two copies keep the
-    submission's modes; a stale copy whose original is gone is removed, so the page is
-    never released under an older submission's secret."""
+    submission's modes; a stale secret whose original is gone is removed, so the page is
+    never released under an older submission's secret.  ``release_feedback`` needs a
+    ``timestamp.txt``: a submission not collected by nbgrader (none there) gets one written,
+    its notebook's modification time in nbgrader's format."""
     folder = feedback_root / sub.student / sub.assignment
     stem = sub.notebook.stem if sub.notebook is not None else sub.assignment
     for name in ("timestamp.txt", "submission_secret.txt"):
         original, copy = sub.folder / name, folder / name
         if original.is_file():
             write_atomic(copy, original.read_bytes(), mode=stat.S_IMODE(original.stat().st_mode))
+        elif name == "timestamp.txt":
+            write_atomic(copy, _nbgrader_timestamp(sub.notebook or sub.folder))
         elif copy.is_file():
             copy.unlink()
     return write_atomic(folder / f"{stem}.html", html, mode=0o644)
+
+
+def _nbgrader_timestamp(path: Path) -> str:
+    """``path``'s modification time as nbgrader writes a ``timestamp.txt`` (UTC, microseconds)."""
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
 def nbgrader_feedback_dir(submissions: Path) -> Path | None:
@@ -245,6 +262,7 @@ class Batch:
     undecided: list[Submission] = field(default_factory=list)  # recorded with an inconclusive part
     unknown: list[Submission] = field(default_factory=list)  # folders that name no assignment: not graded
     submissions: Path | None = None  # the folder graded (its timestamp.txt files date the rows)
+    course: gradebook.Course | None = None  # the nbgrader course whose submitted/ this is
 
     def limits_for(self, assignment: str) -> sandbox.Limits:
         """The limits a submission of ``assignment`` gets."""
@@ -289,20 +307,27 @@ def timing_inconclusive(results: Results) -> bool:
 def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = None,
          source: Path | str | None = None, force: bool = False, limits: sandbox.Limits | None = None,
          isolate: bool = True, progress_stream=sys.stderr, nbgrader_feedback: Path | str | None = None,
-         limit_overrides: dict | None = None, students: list[str] | None = None) -> Batch:
+         limit_overrides: dict | None = None, students: list[str] | None = None,
+         retry_inconclusive: bool = False) -> Batch:
     """Check the folders, find the submissions and their assignments, and pick those
     still to grade; bad input is a :class:`UsageError`.
 
     A folder that names no assignment of the source folder is left out (``Batch.unknown``)
     unless none does, which is a usage error (the wrong ``--source``); a notebook that is
-    another exercise's is marked ``skip`` (:func:`other_exercise`)."""
+    another exercise's is marked ``skip`` (:func:`other_exercise`).  Inside an nbgrader course
+    (:func:`autograder.results.gradebook.course_of`) the source folder defaults to the course's.
+    ``retry_inconclusive``: only the submissions whose results are pending (a speed part undecided)."""
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
-    source_root = Path(source or "solutions").resolve()
+    course_root = gradebook.course_of(submissions) if submissions.is_dir() else None
+    course = gradebook.load_course(course_root) if course_root is not None else None
+    # Inside an nbgrader course its nbgrader_config.py names the source folder (CourseDirectory.source_directory).
+    source_root = Path(source or (course.source if course is not None else "solutions")).resolve()
     if not submissions.is_dir():
         raise UsageError(f"{submissions}: no such folder; give nbgrader's submitted/ folder "
                          "(<student>/<assignment>/<notebook>.ipynb)")
     if not source_root.is_dir():
-        raise UsageError(f"{source_root}: no such source folder; give --source (default: solutions/)")
+        raise UsageError(f"{source_root}: no such source folder; give --source (default: the nbgrader course's "
+                         "source_directory, else solutions/)")
     if out == submissions or submissions in out.parents:
         raise UsageError(f"--out {out} is inside the submissions folder; choose another folder")
     check_students(submissions, students)
@@ -326,12 +351,16 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
     # turns.Turns, each worker kept to one assignment while it can: a judge is kept warm for the next
     # submission of its assignment, and a few are kept at most (judge.client.MAX_IDLE).
     # Naming students asks for them to be graded now: theirs are regraded as with force.
-    todo = sorted((sub for sub in subs if force or students or needs_grading(out, sub)), key=lambda sub: sub.assignment)
+    if retry_inconclusive:  # only what an earlier run left pending; nothing new is graded
+        todo = sorted((sub for sub in subs if is_pending(out, sub)), key=lambda sub: sub.assignment)
+    else:
+        todo = sorted((sub for sub in subs if force or students or needs_grading(out, sub)),
+                      key=lambda sub: sub.assignment)
     out.mkdir(parents=True, exist_ok=True)
     return Batch(out, subs, todo, assignments, sorted({source_root, submissions, out}), limits, isolate,
                  Progress(len(todo), len(subs) - len(todo), progress_stream),
                  Path(nbgrader_feedback) if nbgrader_feedback else None, dict(limit_overrides or {}),
-                 unknown=unknown, submissions=submissions)
+                 unknown=unknown, submissions=submissions, course=course)
 
 
 def unknown_reason(assignments: list[str]) -> str:
@@ -346,10 +375,14 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
           isolate: bool = True, progress_stream=sys.stderr, limit_overrides: dict | None = None,
           nbgrader_feedback: Path | str | None = None, exports: list[str] | None = None,
           roster: Roster | None = None, assignment_ids: dict[str, str] | None = None,
-          run: Callable[[Batch], None] | None = None, students: list[str] | None = None) -> list[Row]:
+          run: Callable[[Batch], None] | None = None, students: list[str] | None = None,
+          retry_inconclusive: bool = False) -> list[Row]:
     """Grade every submission under ``submissions`` into ``out``; return grades.csv's rows:
     every result under ``out`` (whatever an earlier run graded too), and a ``skipped`` row per
-    folder that names no assignment.  ``students``: grade only theirs (``--student``).
+    folder that names no assignment.  ``students``: grade only theirs (``--student``);
+    ``retry_inconclusive``: only those an earlier run left pending (``--retry-inconclusive``).
+    Inside an nbgrader course, with no ``roster``, the course's gradebook is the roster, and its
+    due dates, extensions and late penalty fill grades.csv (:mod:`autograder.results.gradebook`).
     ``nbgrader_feedback``: also write each feedback page into that nbgrader
     ``feedback/`` folder (see :func:`write_nbgrader_feedback`).  ``exports``: gradebook
     formats written beside ``grades.csv`` (``canvas``, ``moodle``), with ``roster`` and
@@ -358,7 +391,9 @@ def grade(submissions: Path | str, out: Path | str, *, workers: int | None = Non
     :func:`autograder.frontends.distributed_grade.grade_on_cluster`'s."""
     batch = plan(submissions, out, assignment=assignment, source=source, force=force, limits=limits,
                  isolate=isolate, progress_stream=progress_stream, nbgrader_feedback=nbgrader_feedback,
-                 limit_overrides=limit_overrides, students=students)
+                 limit_overrides=limit_overrides, students=students, retry_inconclusive=retry_inconclusive)
+    if batch.course is not None and (roster is None or not roster.people):
+        roster = gradebook.read_roster(batch.course)  # inside a course, its gradebook names the students
     skipped = [Row(sub.student, sub.assignment, Results(output=sub.skip), read_timestamp(sub.folder))
                for sub in batch.unknown]
     for sub in batch.unknown:
@@ -432,6 +467,8 @@ def _write_exports(batch: Batch, skipped: list[Row], exports: list[str] | None, 
             parts = [t.name for r in rows if r.assignment == name for t in r.results.tests]
         columns += [p for p in dict.fromkeys(parts) if p not in columns]
     rows += _not_submitted(rows, batch.assignments, roster)
+    if batch.course is not None:
+        gradebook.fill_rows(batch.course, rows)
     graded = Graded(rows, columns, skipped=skipped)
     for fmt in [exporters.DEFAULT_FORMAT, *(f for f in exports or [] if f != exporters.DEFAULT_FORMAT)]:
         exporters.write(graded, fmt, batch.out / exporters.EXPORTERS[fmt].filename, roster=roster,
@@ -461,15 +498,16 @@ def _not_submitted(rows: list[Row], assignments: dict[str, Assignment], roster: 
 
 
 NOT_SUBMITTED = "no submission: the roster lists this student, who has no {assignment} folder in the submissions"
-SUMMARY_COLUMNS = ("graded", "pending", "failed to run", "missing", "skipped")
-_COUNTED = {"graded": "graded", "pending": "pending", "error": "failed to run", "missing": "missing",
-            "skipped": "skipped"}
+SUMMARY_COLUMNS = ("graded", "pending", "manual", "failed to run", "missing", "skipped")
+_COUNTED = {"graded": "graded", "pending": "pending", "manual": "manual", "error": "failed to run",
+            "missing": "missing", "skipped": "skipped"}
 
 
 def summary_table(rows: list[Row]) -> str:
     """One line per assignment of ``rows`` (grades.csv's): how many submissions are graded,
-    pending (a speed part undecided), failed to run (``error``), missing (no notebook) and
-    skipped, and their mean score out of the assignment's maximum (skipped ones not counted)."""
+    pending (a speed part undecided), manual (a manually graded part waits for an instructor),
+    failed to run (``error``), missing (no notebook) and skipped, and their mean score out of the
+    assignment's maximum (skipped ones not counted); then the pending submissions by name."""
     by_assignment: dict[str, list[Row]] = {}
     for row in rows:
         by_assignment.setdefault(row.assignment, []).append(row)
@@ -489,6 +527,11 @@ def summary_table(rows: list[Row]) -> str:
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     text = "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in
                                enumerate(zip(line, widths))).rstrip() for line in table)
+    pending = sorted(f"{row.student}/{row.assignment}" for row in rows if submission_status(row.results) == "pending")
+    if pending:
+        shown = ", ".join(pending[:5]) + (f" and {len(pending) - 5} more" if len(pending) > 5 else "")
+        text += (f"\npending: the grader could not decide a speed part of {len(pending)} submission"
+                 f"{'s' if len(pending) != 1 else ''} ({shown}); `grade --retry-inconclusive` grades them again")
     flagged = sorted(f"{row.student}/{row.assignment}" for row in rows if row.results.review)
     if flagged:
         shown = ", ".join(flagged[:5]) + (f" and {len(flagged) - 5} more" if len(flagged) > 5 else "")

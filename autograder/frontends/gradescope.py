@@ -12,20 +12,28 @@ hidden tests and data files; only instructors see the zip).
 (:mod:`autograder.frontends.pipeline`) and writes ``/autograder/results/results.json``;
 whatever happens (no notebook, a crash in the grader, no Python) it still leaves a
 ``results.json`` that says what went wrong.  Parts whose test cell holds hidden tests
-get the visibility chosen at build time (``--hidden-visibility``).
+are split in two (:func:`split_parts`): ``<part> (visible tests)``, always visible and worth no
+points, says at once whether the tests the learner could see pass; ``<part> (all tests)`` holds
+the points and follows the visibility chosen at build time (``--hidden-visibility``).  The
+top-level ``output`` sums up the score, whether it is final, and which parts need a regrade (a
+speed part the grader could not decide) or manual grading (:func:`summary`).
 """
 from __future__ import annotations
 
+import copy
 import io
 import json
+import re
+import tempfile
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.atomic import write_atomic
 from autograder.errors import UsageError
 from autograder.frontends import pipeline
-from autograder.results.results import Results
-from autograder.submission.assignment import load_assignment
+from autograder.results.results import Results, TestResult, is_final
+from autograder.submission.assignment import Assignment, load_assignment
 from autograder.submission.folders import find_notebook
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the installed autograder package
@@ -145,8 +153,70 @@ def grade_gradescope(assignment: str, submission: Path, results_path: Path, sour
     notebook, _ = find_notebook(Path(submission), assignment)
     results = pipeline.grade_notebook(notebook, spec, hidden_dirs=[Path(source_root).resolve()],
                                       problem=f"no notebook found: upload {assignment}.ipynb")
-    for test in results.tests:
-        if test.name in spec.hidden_parts:
-            test.visibility = hidden_visibility
+    visible = _visible_verdicts(notebook, spec, results) if notebook is not None else {}
+    results.tests = split_parts(results.tests, spec.hidden_parts, visible, hidden_visibility)
+    results.output = "\n".join(line for line in (summary(results), results.output) if line)
     write_atomic(results_path, results.to_json())
     return results
+
+
+VISIBLE, ALL = "{name} (visible tests)", "{name} (all tests)"
+_HIDDEN_BLOCK = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S)
+
+
+def split_parts(tests: list[TestResult], hidden_parts: frozenset[str], visible: dict[str, TestResult],
+                hidden_visibility: str) -> list[TestResult]:
+    """Each part with hidden tests as two Gradescope tests: its visible tests' verdict (0 points,
+    always visible; ``visible`` holds it for the parts that did not pass: a part that passed
+    passed them too) and the part itself, points and all, at ``hidden_visibility``."""
+    split = []
+    for test in tests:
+        if test.name not in hidden_parts:
+            split.append(test)
+            continue
+        seen = visible.get(test.name)
+        if test.status == "passed" or seen is None:
+            seen_status = "passed" if test.status == "passed" else test.status
+            seen_output = "the visible tests pass" if test.status == "passed" else test.output
+        else:
+            seen_status, seen_output = seen.status, seen.output if seen.status != "passed" else "the visible tests pass"
+        split.append(TestResult(VISIBLE.format(name=test.name), 0.0, 0.0, seen_output, "visible", seen_status))
+        split.append(replace(test, name=ALL.format(name=test.name), visibility=hidden_visibility))
+    return split
+
+
+def _visible_verdicts(notebook: Path, spec: Assignment, results: Results) -> dict[str, TestResult]:
+    """The visible tests' verdict of each part with hidden tests that did not pass: those parts
+    graded again with the hidden tests taken out of the source (what the learner's release holds)."""
+    again = [t.name for t in results.tests if t.name in spec.hidden_parts and t.status != "passed"]
+    if not again:
+        return {}
+    source_nb = copy.deepcopy(spec.notebook)
+    for cell in source_nb.cells:
+        if cell.cell_type == "code":
+            cell.source = _HIDDEN_BLOCK.sub("", cell.source)
+    with tempfile.TemporaryDirectory(prefix="autograder-visible-") as folder:
+        path = Path(folder) / spec.name / f"{spec.name}.ipynb"
+        path.parent.mkdir()
+        path.write_text(json.dumps(source_nb), encoding="utf-8")
+        visible_spec = load_assignment(path, data_files=spec.data_files)
+        checked = pipeline.grade_notebook(notebook, visible_spec, limits=spec.limits, only_parts=again,
+                                          hidden_dirs=[spec.source.parent.parent.resolve()])
+    return {t.name: t for t in checked.tests if t.name in again}
+
+
+def summary(results: Results) -> str:
+    """Gradescope's top-level output: the score, whether it is final, and what is still to come."""
+    pending = [t.name for t in results.tests if t.status == "inconclusive"]
+    manual = [t.name for t in results.tests if t.status == "manual"]
+    lines = [f"Score: {results.score:g} / {results.max_score:g}"
+             + ("" if is_final(results) else " (not final)")]
+    if pending:
+        lines.append(f"Needs a regrade: the grader could not decide {', '.join(pending)} (a speed part), so it is "
+                     "pending, not failed; your instructor will regrade this submission.")
+    if manual:
+        lines.append(f"Needs manual grading: {', '.join(manual)}; your instructor grades it by hand.")
+    if any(t.visibility != "visible" for t in results.tests):
+        lines.append("Parts marked (all tests) include hidden tests: their scores show when your instructor "
+                     "releases them; the (visible tests) lines show now whether the tests you could see pass.")
+    return "\n".join(lines)

@@ -20,9 +20,10 @@ from pathlib import Path
 from autograder.results import feedback
 from autograder.report import review
 from autograder.sandbox import host as sandbox
+from autograder.sandbox import startup
 from autograder.submission.assignment import Assignment
 from autograder.submission import notebook as nbtools
-from autograder.results.results import Results, zero_results
+from autograder.results.results import NEEDS_MANUAL, Results, TestResult, zero_results
 
 
 def grade_notebook(notebook: Path | None, assignment: Assignment, *, limits: sandbox.Limits | None = None,
@@ -36,15 +37,41 @@ def grade_notebook(notebook: Path | None, assignment: Assignment, *, limits: san
     if notebook is None:
         return zero_results(assignment.parts, problem or "no notebook was submitted", status="missing")
     try:
-        results = sandbox.run_submission(notebook, assignment.source, limits=limits or assignment.limits,
-                                         data_files=assignment.data_files, hidden_dirs=hidden_dirs,
-                                         isolate=isolate, only_parts=only_parts, source_nb=assignment.notebook)
+        with startup.counting() as started:
+            results = sandbox.run_submission(notebook, assignment.source, limits=limits or assignment.limits,
+                                             data_files=assignment.data_files, hidden_dirs=hidden_dirs,
+                                             isolate=isolate, only_parts=only_parts, source_nb=assignment.notebook)
+            _apart(results, started())
     except Exception as exc:  # the grader's own failure must not stop a batch or lose a results file
         message = (f"the grader failed on this submission ({exc.__class__.__name__}: {exc}); "
                    "grade it again, and tell the course maintainers if it keeps failing")
         return zero_results(assignment.parts, message, notebook=notebook.name)
     results = feedback.redact_hidden(results, assignment.hidden_lines)
+    results = with_manual_parts(results, assignment, only_parts)
     results.review = _review(notebook, assignment, results)
+    return results
+
+
+def _apart(results: Results, startup_s: float) -> None:
+    """Report the grader's start-up (:mod:`autograder.sandbox.startup`) apart from the submission's time."""
+    results.startup_s = round(startup_s, 3)
+    if results.execution_time_s is not None:
+        results.execution_time_s = round(max(0.0, results.execution_time_s - startup_s), 3)
+
+
+def with_manual_parts(results: Results, assignment: Assignment, only_parts: list[str] | None = None) -> Results:
+    """``results`` with a ``manual`` result (0 of its points, "needs manual grading") for each
+    manually graded part, every part in the source's order: its points count in ``max_score``
+    and the score is not final until an instructor grades it (nbgrader's formgrader)."""
+    have = results.by_name()
+    tests = []
+    for part in assignment.parts:
+        if part.grade_id in have:
+            tests.append(have.pop(part.grade_id))
+        elif part.grade_id in assignment.manual and (only_parts is None or part.grade_id in only_parts):
+            tests.append(TestResult(part.grade_id, 0.0, part.points, NEEDS_MANUAL.format(points=part.points),
+                                    "visible", "manual"))
+    results.tests = tests + list(have.values())
     return results
 
 

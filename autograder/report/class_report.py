@@ -32,7 +32,8 @@ from autograder.submission import notebook as nbtools
 from autograder.results.results import Results, graded_files
 from autograder.submission.assignment import Assignment, HIDDEN_BEGIN, load_assignment
 
-STATUSES = ("passed", "failed", "inconclusive", "error", "missing", "skipped")
+STATUSES = ("passed", "failed", "inconclusive", "manual", "error", "missing", "skipped")
+PENDING = {"inconclusive": "regrade (the grader could not decide its speed)", "manual": "manual grading"}
 SLOWEST = 10
 HIDDEN_END = "### END HIDDEN TESTS"
 TIMED_OUT = "ran longer than"  # the sandbox's words for a cell or notebook time limit
@@ -241,6 +242,9 @@ class AssignmentReport:
     slowest: list[tuple[str, float]] = field(default_factory=list)
     stopped: list[Stopped] = field(default_factory=list)
     review: list[dict] = field(default_factory=list)  # flagged for review: {"student", "part", "cell", "line", "reason"}
+    # parts whose grade is not final: (student, part, status) with status inconclusive (a regrade
+    # decides it: `grade --retry-inconclusive`) or manual (nbgrader's formgrader grades it)
+    pending: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -311,6 +315,8 @@ def _add(report: AssignmentReport, student: str, results: Results, clauses: dict
         part.max_score = max(part.max_score, test.max_score)
         part.scores.append(test.score)
         part.statuses[test.status] = part.statuses.get(test.status, 0) + 1
+        if test.status in PENDING:
+            report.pending.append((student, test.name, test.status))
         for speed in parse_speeds(test.output):
             report.speeds.append(Speed(student, report.name, test.name, speed["label"], speed["speedup"],
                                        speed["needed"], speed["reference"], test.status))

@@ -22,11 +22,12 @@ from matplotlib.ticker import MaxNLocator
 
 from autograder.atomic import write_atomic
 from autograder.errors import UsageError
-from autograder.report.class_report import (STATUSES, AssignmentReport, ClassReport, Speed, failures_csv,
+from autograder.report.class_report import (PENDING, STATUSES, AssignmentReport, ClassReport, Speed, failures_csv,
                                              parts_csv, review_csv, speeds_csv)
 from autograder.report.similarity import pairs_csv
 
-COLOURS = {"passed": "#1a7f37", "failed": "#b42318", "inconclusive": "#9a6700", "error": "#6e3fb2",
+COLOURS = {"passed": "#1a7f37", "failed": "#b42318", "inconclusive": "#9a6700", "manual": "#0969da",
+           "error": "#6e3fb2",
            "missing": "#8c959f", "skipped": "#d0a215"}
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -157,8 +158,11 @@ def _time_section(report: AssignmentReport) -> str:
                         f'<span class="msg">{esc(s.reason)}</span>'] for s in report.stopped], {2})
                if report.stopped else "<p>None.</p>")
     timed_out = sum(s.timed_out for s in report.stopped)
+    pending = (_table(["student", "part", "waits for"], [[esc(s), esc(p), esc(PENDING[status])]
+                                                          for s, p, status in sorted(report.pending)], set())
+               if report.pending else "<p>None.</p>")
     return (f"<h3>Slowest submissions</h3>{slow}<h3>Stopped early ({len(report.stopped)}, "
-            f"{timed_out} by a time limit)</h3>{stopped}")
+            f"{timed_out} by a time limit)</h3>{stopped}<h3>Not final ({len(report.pending)} parts)</h3>{pending}")
 
 
 def _review_section(report: AssignmentReport) -> str:

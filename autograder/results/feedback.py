@@ -33,14 +33,28 @@ def redact_hidden(results: Results, hidden_lines: list[str]) -> Results:
 
 
 _STATUS = {"passed": "passed", "failed": "failed", "error": "did not run", "missing": "missing",
-           "inconclusive": "inconclusive", "skipped": "skipped"}
+           "inconclusive": "pending: the grader could not decide", "skipped": "skipped",
+           "manual": "needs manual grading"}
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem .6rem;border-bottom:1px solid #ddd;vertical-align:top}
 td.msg{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:.9rem}
-.passed{color:#1a7f37}.failed,.error,.missing{color:#b42318}.inconclusive,.skipped{color:#9a6700}
+.passed{color:#1a7f37}.failed,.error,.missing{color:#b42318}.inconclusive,.skipped,.manual{color:#9a6700}
 """
+
+
+def not_final(results: Results) -> str:
+    """Why ``results``' score is not final yet (a part waits for an instructor or a regrade), or ""."""
+    manual = [t for t in results.tests if t.status == "manual"]
+    undecided = [t.name for t in results.tests if t.status == "inconclusive"]
+    why = []
+    if manual:
+        why.append(f"{sum(t.max_score for t in manual):g} point(s) need manual grading "
+                   f"({', '.join(t.name for t in manual)})")
+    if undecided:
+        why.append(f"the grader could not decide {', '.join(undecided)} and will grade it again")
+    return f"Not the final grade: {'; '.join(why)}." if why else ""
 
 
 def render_html(results: Results, *, student: str, assignment: str) -> str:
@@ -54,6 +68,7 @@ def render_html(results: Results, *, student: str, assignment: str) -> str:
             f'<td class="{esc(test.status)}">{esc(status)}</td><td class="msg">{esc(test.output)}</td></tr>'
         )
     note = f"<p><strong>Note:</strong> {esc(results.output)}</p>" if results.output else ""
+    note = (f'<p class="pending">{esc(not_final(results))}</p>' if not_final(results) else "") + note
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{esc(assignment)}: {esc(student)}</title><style>{_STYLE}</style></head><body>"

@@ -11,6 +11,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 
+# A part's status: ``manual`` is an nbgrader manually graded answer (no test; 0 until an instructor
+# grades it), ``inconclusive`` a speed part the grader could not decide (pending, not 0).
+TEST_STATUSES = ("passed", "failed", "error", "skipped", "missing", "inconclusive", "manual")
+NEEDS_MANUAL = ("needs manual grading: an instructor grades this answer (nbgrader's formgrader); "
+                "its {points:g} point(s) are not in this score yet")
+
+
 @dataclass
 class TestResult:
     """One graded part (an nbgrader ``grade_id``)."""
@@ -20,7 +27,7 @@ class TestResult:
     max_score: float
     output: str = ""
     visibility: str = "visible"
-    status: str = "passed"  # passed | failed | error | skipped | missing | inconclusive
+    status: str = "passed"  # one of TEST_STATUSES
 
     __test__ = False  # not a pytest test class
 
@@ -33,7 +40,8 @@ class Results:
     notebook: str = ""
     profile: dict | None = None
     output: str = ""
-    execution_time_s: float | None = None
+    execution_time_s: float | None = None  # the submission's own time, the grader's start-up left out
+    startup_s: float | None = None  # the grader's start-up charged to it (worker zygote, judge), reported apart
     sandbox: dict | None = None  # which isolation mechanisms were in force (grade only)
     # the integrity review (grading.review): what an instructor should read; None where no review ran
     review: list[dict] | None = None
@@ -57,6 +65,7 @@ class Results:
             "execution_time": self.execution_time_s,
             "tests": [asdict(t) for t in self.tests],
             "extra_data": {"notebook": self.notebook, "profile": self.profile,
+                           **({"startup_s": self.startup_s} if self.startup_s is not None else {}),
                            **({"sandbox": self.sandbox} if self.sandbox is not None else {}),
                            **({"review": self.review} if self.review is not None else {})},
         }
@@ -75,6 +84,7 @@ class Results:
             execution_time_s=data.get("execution_time"),
             sandbox=extra.get("sandbox"),
             review=extra.get("review"),
+            startup_s=extra.get("startup_s"),
         )
 
 
@@ -95,7 +105,7 @@ def graded_files(out_dir: Path) -> list[tuple[str, str, Path, Results | None]]:
             for path in sorted(Path(out_dir).glob("*/*/results.json"))]
 
 
-SUBMISSION_STATUSES = ("graded", "pending", "error", "missing", "skipped")
+SUBMISSION_STATUSES = ("graded", "pending", "manual", "error", "missing", "skipped")
 
 
 def submission_status(results: Results) -> str:
@@ -103,7 +113,8 @@ def submission_status(results: Results) -> str:
     ``skipped`` not graded (another exercise's notebook, a folder that names no assignment),
     ``missing`` no notebook to grade, ``error`` the notebook did not run to the end (a limit,
     a dead kernel, the grader's own failure: ``output`` says which), ``pending`` a speed part
-    left undecided (``inconclusive``), else ``graded``."""
+    left undecided (``inconclusive``: ``grade --retry-inconclusive`` grades it again), ``manual`` a
+    manually graded part not graded yet (the score is not final), else ``graded``."""
     statuses = {t.status for t in results.tests}
     if statuses <= {"skipped"}:
         return "skipped"
@@ -113,7 +124,14 @@ def submission_status(results: Results) -> str:
         return "error"
     if "inconclusive" in statuses:
         return "pending"
+    if "manual" in statuses:
+        return "manual"
     return "graded"
+
+
+def is_final(results: Results) -> bool:
+    """Whether ``results``' score is final: no part waits for a regrade or an instructor."""
+    return submission_status(results) not in ("pending", "manual")
 
 
 def zero_results(parts, message: str, *, status: str = "error", notebook: str = "") -> Results:

@@ -11,7 +11,7 @@ import queue
 import subprocess
 import time
 
-from autograder.sandbox import verdict
+from autograder.sandbox import startup, verdict
 from autograder.results.results import TestResult
 from autograder.judge import client as judge_client
 from autograder.judge import protocol
@@ -73,6 +73,9 @@ def judge_part(proc: subprocess.Popen, lines: queue.Queue, prepared, test, judge
     if test.pending:
         return verdict.decide(test.grade_id, points, pending=test.pending)
     try:
+        if judge.locked_errors is None:  # a judge's first part waits for its start: the grader's, not the learner's
+            with startup.charged():
+                judge.wait_ready(deadline)
         found = judge.judge(test.grade_id, prepared.judged[test.grade_id], relay, deadline,
                             submission=submission_digest(prepared))
     except (TimeoutError, queue.Empty):

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from autograder.forking import KERNELS_ENV  # noqa: F401  (the switch's name, for callers of this module)
 from autograder.forking import FOLDER_ENV, ForkedProcess, Zygote, ZygotePool, env_key, warm_enabled
+from autograder.sandbox import startup
 
 PER_SUBMISSION_ENV = FOLDER_ENV
 MAX_ZYGOTES = 3  # each with TensorFlow holds ~0.5 GB; the oldest goes first
@@ -59,7 +60,8 @@ def spawn(cwd: Path, env: dict[str, str], stderr, *, with_tf: bool, prefix: str)
     """A worker forked by the zygote for this environment (started on first use; its folder is
     named ``prefix...``).  OSError when no zygote can start or fork (the caller starts a cold
     worker instead)."""
-    return _POOL.spawn(_key(with_tf, env), lambda: _start(with_tf, env, cwd, prefix), cwd, env, stderr)
+    with startup.charged():  # waiting for the zygote's imports is the grader's start-up, not the submission's
+        return _POOL.spawn(_key(with_tf, env), lambda: _start(with_tf, env, cwd, prefix), cwd, env, stderr)
 
 
 def prestart(cwd: Path, env: dict[str, str], *, with_tf: bool, prefix: str) -> None:

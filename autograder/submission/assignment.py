@@ -23,12 +23,13 @@ class Assignment:
 
     name: str
     source: Path  # the source notebook: tests, locked cells, points
-    parts: list[nbtools.GradedPart] = field(default_factory=list)
+    parts: list[nbtools.GradedPart] = field(default_factory=list)  # tested and manual, in the source's order
     data_files: list[Path] = field(default_factory=list)
     hidden_lines: list[str] = field(default_factory=list)
     hidden_parts: frozenset[str] = frozenset()  # parts whose test cell holds hidden tests
     limits: Limits = Limits()  # what the course's grading.toml sets for it (see submission/limits.py)
     notebook: object = None  # the source notebook as read once here: the sandbox restores from it
+    manual: frozenset[str] = frozenset()  # parts an instructor grades by hand (nbgrader's formgrader)
 
     @property
     def part_names(self) -> list[str]:
@@ -48,9 +49,11 @@ def load_assignment(source: Path | str, *, data_files: list[Path] | None = None)
     hidden_parts = frozenset(
         nbtools.nbgrader_meta(cell)["grade_id"] for cell in source_nb.cells
         if nbtools.is_test_cell(cell) and HIDDEN_BEGIN in cell.source)
-    return Assignment(source.stem, source, nbtools.graded_parts(source_nb), list(data_files),
+    manual = frozenset(p.grade_id for p in nbtools.manual_parts(source_nb)) - {
+        p.grade_id for p in nbtools.graded_parts(source_nb)}
+    return Assignment(source.stem, source, nbtools.all_parts(source_nb), list(data_files),
                       hidden_test_lines(source_nb), hidden_parts,
-                      course_limits(source.resolve().parent.parent, source.stem), source_nb)
+                      course_limits(source.resolve().parent.parent, source.stem), source_nb, manual)
 
 
 def files_beside(notebook: Path) -> list[Path]:

@@ -1,7 +1,8 @@
 """Reading notebooks and their nbgrader cells.
 
 Graded parts are nbgrader test cells (``grade: true, solution: false``) with
-a ``grade_id`` and ``points``.  When a source notebook is given, test cells are
+a ``grade_id`` and ``points``; manually graded parts (an answer cell with ``grade: true,
+solution: true``, or a ``task`` cell) carry points but no test: :func:`manual_parts`.  When a source notebook is given, test cells are
 restored from it by ``grade_id`` as nbgrader does, so deleting, editing or
 duplicating a test cell in a submission changes nothing.
 """
@@ -80,6 +81,32 @@ def graded_parts(nb) -> list[GradedPart]:
             if gid and gid not in seen:
                 seen[gid] = GradedPart(gid, float(meta.get("points", 0)))
     return list(seen.values())
+
+
+def is_manual_cell(cell) -> bool:
+    """An nbgrader manually graded cell: an answer with points and no test (``grade`` and
+    ``solution``), or a task (``task``); nbgrader's formgrader grades it."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade_id")) and ((bool(meta.get("grade")) and bool(meta.get("solution")))
+                                           or bool(meta.get("task")))
+
+
+def manual_parts(nb) -> list[GradedPart]:
+    """The manually graded parts of a notebook, in order, first occurrence of each grade_id."""
+    seen: dict[str, GradedPart] = {}
+    for cell in nb.cells:
+        if is_manual_cell(cell):
+            meta = nbgrader_meta(cell)
+            seen.setdefault(meta["grade_id"], GradedPart(meta["grade_id"], float(meta.get("points", 0) or 0)))
+    return list(seen.values())
+
+
+def all_parts(nb) -> list[GradedPart]:
+    """Every part with points, tested or manually graded, in the notebook's order."""
+    tested = {p.grade_id: p for p in graded_parts(nb)}
+    manual = {p.grade_id: p for p in manual_parts(nb) if p.grade_id not in tested}
+    order = [nbgrader_meta(c).get("grade_id") for c in nb.cells]
+    return [both for gid in dict.fromkeys(order) if (both := tested.get(gid) or manual.get(gid)) is not None]
 
 
 def restore_from_source(submission, source):

@@ -37,8 +37,10 @@ def prose(text: str) -> str:
 
 
 def code_cells(text: str) -> list[str]:
-    """Each code cell's source, without its option lines (":tags: [...]")."""
-    return [re.sub(r"\A(?::[\w-]+:.*\n)+\n?", "", body) for body in CODE_CELL.findall(text)]
+    """Each code cell's source, without its option lines (":tags: [...]") or its
+    YAML metadata block ("---" ... "---", e.g. a figure's alt text)."""
+    return [re.sub(r"\A(?:(?::[\w-]+:[^\n]*\n)+|---\n(?s:.*?)^---\n)\n?", "", body, flags=re.M)
+            for body in CODE_CELL.findall(text)]
 
 
 def executed_outputs(chapter: Path) -> list[str] | None:

@@ -2,7 +2,8 @@
 
 Every page in ``_toc.yml`` is opened from a local HTTP server and checked as a
 reader would see it: it renders (a title and a heading), shows no Python
-traceback or error output, every image loads (``naturalWidth > 0``), and every
+traceback or error output, every image loads (``naturalWidth > 0``), each chapter
+shows at least two figures whose ``<img>`` carries written alt text, and every
 internal link (and ``#fragment``) resolves, every external link goes to the
 configured repository or a documentation host (tests/book/test_links.py), and no script throws.  The search page must find "XLA".
 Full-page screenshots of two pages (the introduction and "Hardware and
@@ -170,7 +171,8 @@ PAGE_REPORT = """(async () => {
     text: main.innerText,
     errorOutputs: document.querySelectorAll(
         ".output.error, .output.traceback, .system-message, div.cell_output .stderr").length,
-    images: Array.from(document.images).map(img => ({src: img.currentSrc || img.src, width: img.naturalWidth})),
+    images: Array.from(document.images).map(img => ({src: img.currentSrc || img.src, width: img.naturalWidth,
+                                                      alt: img.getAttribute("alt"), inMain: main.contains(img)})),
     links: Array.from(document.querySelectorAll("a[href]")).map(a => a.href),
   };
 })()"""
@@ -228,6 +230,40 @@ def test_every_image_loads(pages):
     for name, page in pages.items():
         broken = [img["src"] for img in page["images"] if img["width"] == 0]
         assert not broken, f"{name}: image(s) did not load: {broken}"
+
+
+CHAPTER = re.compile(r"^book/\d\d_")  # the numbered chapters: book/01_op_logs ... book/10_scaling_out
+MIN_CHAPTER_FIGURES = 2
+
+
+def written_alt(img: dict) -> bool:
+    """Whether an image has alt text someone wrote: docutils writes the image's own path as the alt
+    of an image that has none, so a path or a file name does not count."""
+    alt = (img.get("alt") or "").strip()
+    name = urllib.parse.unquote(urllib.parse.urlsplit(img["src"]).path).rsplit("/", 1)[-1]
+    return bool(alt) and not re.search(r"\.(png|jpe?g|gif|svg|webp)$", alt, re.I) and alt.rsplit("/", 1)[-1] != name
+
+
+def test_written_alt_refuses_the_path_docutils_puts_there():
+    assert written_alt({"alt": "Bar chart of the time per call, one bar per version", "src": "http://x/_images/a.png"})
+    assert not written_alt({"alt": "../_images/abc123.png", "src": "http://x/_images/abc123.png"})
+    assert not written_alt({"alt": "  ", "src": "http://x/_images/a.png"})
+    assert not written_alt({"alt": None, "src": "http://x/_images/a.png"})
+
+
+def test_every_chapter_shows_two_figures_each_with_alt_text(pages):
+    """Each chapter's own images (inside <main>, not the theme's logo) have alt text a screen reader
+    can read, and there are at least two of them, rendered (tests/book/test_figures.py checks the sources)."""
+    chapters = {name: page for name, page in pages.items() if CHAPTER.match(name)}
+    assert chapters, "no numbered chapter (book/NN_...) in the table of contents"
+    for name, page in chapters.items():
+        figures = [img for img in page["images"] if img["inMain"]]
+        without_alt = [img["src"] for img in figures if not written_alt(img)]
+        assert not without_alt, (f"{name}: image(s) without alt text: {without_alt}; give the cell that draws each "
+                                 "`mystnb: {image: {alt: ...}}` metadata")
+        rendered = [img for img in figures if img["width"] > 0]
+        assert len(rendered) >= MIN_CHAPTER_FIGURES, (
+            f"{name}: {len(rendered)} rendered figure(s), at least {MIN_CHAPTER_FIGURES} wanted")
 
 
 def _target_file(path: str) -> Path:

@@ -8,6 +8,7 @@ fails outright and must not be cached.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -142,3 +143,30 @@ def test_a_bad_book_jobs_is_one_line_that_says_what_to_set(tmp_path, value):
 
 def _env() -> dict:
     return {k: v for k, v in os.environ.items() if k != "BOOK_JOBS"}
+
+
+NOISY = 'import os\nos.write(2, b"E0000 cuda_platform.cc:52] failed call to cuInit: planted noise from {page}\\n")'
+
+
+def test_the_terminal_shows_progress_and_the_failing_cell_while_kernel_noise_goes_to_the_log(tmp_path):
+    """``make book``'s output: the kernels' stderr (TensorFlow's start-up lines, here planted ones) from
+    pages executed ahead (d) and by the build (c, which fails) is in _build/book_build.log, not on the
+    terminal, which still names c's failing cell and its error."""
+    _tiny_book(tmp_path, failing=True)
+    (tmp_path / "c.md").write_text(PAGE.format(title="C", code=NOISY.format(page="c") + '\nraise ValueError("planted in c")'))
+    (tmp_path / "d.md").write_text(PAGE.format(title="D", code=NOISY.format(page="d") + '\nprint("d ran")'))
+    (tmp_path / "_toc.yml").write_text((tmp_path / "_toc.yml").read_text() + "  - file: d\n")
+    proc = subprocess.run([sys.executable, str(ROOT / "book" / "build_book.py"), "build", str(tmp_path),
+                           "--builder", "html", "-W", "-n", "--keep-going"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, env={**_env(), "BOOK_JOBS": "2"})
+    terminal = proc.stdout + proc.stderr
+    assert proc.returncode != 0, terminal[-3000:]
+    assert "planted noise" not in terminal and "[IPKernelApp]" not in terminal and "Running Sphinx" not in terminal, \
+        terminal[-3000:]
+    log = (tmp_path / "_build" / "book_build.log").read_text()
+    assert "planted noise from d" in log and "planted noise from c" in log, log[-3000:]
+    assert "  d.md: executed in" in proc.stdout and "reading sources... [" in proc.stdout, proc.stdout
+    c_source = (tmp_path / "c.md").read_text().splitlines()
+    failure = re.search(r"^  c\.md: code cell 1 \(line (\d+)\) failed: ValueError: planted in c$", proc.stderr, re.M)
+    assert failure and c_source[int(failure[1]) - 1] == "import os", proc.stderr
+    assert "full log (jupyter-book and the kernels): _build/book_build.log" in proc.stderr, proc.stderr

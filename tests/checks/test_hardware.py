@@ -1,6 +1,7 @@
 """autograder.checks.hardware: which profile a check is judged against, and the machine's CPU."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -158,3 +159,22 @@ def test_the_default_matches_tensorflows_own_answer_here():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     enabled, default, forced = out.stdout.split()[-3:]
     assert forced == "None" and enabled == default, out.stdout
+
+
+def test_starting_tensorflow_quietly_hides_its_start_up_log_but_not_placement_logging():
+    """An exercise's setup cell: level 0 (for placement logging), TensorFlow started through
+    ``start_tensorflow_quietly``.  Its import notes and, without a GPU, ``failed call to cuInit``
+    never reach stderr; placement logging still works, and stderr works again afterwards."""
+    code = ("import os, sys\nos.environ['TF_CPP_MIN_LOG_LEVEL'] = '0'\n"
+            "from autograder.checks.hardware import setup_exercise_devices, start_tensorflow_quietly\n"
+            "start_tensorflow_quietly()\n"
+            "import tensorflow as tf\nfrom autograder.checks.placement import capture, start_logging\n"
+            "start_logging()\ndevice = setup_exercise_devices()\n"
+            "with tf.device(device):\n    c = capture(lambda: tf.add(tf.ones(2), 1.0), echo=False)\n"
+            "print('ops', sorted(c.ops('eager')), 'on', {r.device[-5:] for r in c.records if r.op_type == 'AddV2'})\n"
+            "os.write(2, b'stderr still works\\n')\n")
+    env = {k: v for k, v in os.environ.items() if k not in (hardware.PROFILE_ENV, "TF_CPP_MIN_LOG_LEVEL")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr == "stderr still works\n", proc.stderr[-3000:]
+    assert "AddV2" in proc.stdout and ("PU:1" in proc.stdout or "PU:0" in proc.stdout), proc.stdout

@@ -86,7 +86,8 @@ def test_ratio_at_the_threshold_with_a_tiny_budget_is_inconclusive():
     msg = str(info.value)
     assert msg.startswith("inconclusive: candidate: ")
     assert "needed 2.0x on profile cpu" in msg and "straddles" in msg
-    assert "re-run on a quieter machine" in msg.lower()
+    assert "could not decide this part" in msg and "pending, not failed" in msg
+    assert "quieter" not in msg and "close other programs" not in msg  # no advice a learner cannot follow
 
 
 def busy(units: int):
@@ -104,7 +105,7 @@ def test_too_slow_for_an_interval_is_inconclusive_and_says_so():
     res = measure_speedup(sleeper(0.03), sleeper(0.01), inputs, check="graph_vs_eager", min_ratio=2.0,
                           profile="cpu", budget_s=0.05, min_calls=1, warmup=1)
     assert res.verdict == "inconclusive" and res.ci_low is None and res.trials < 6
-    assert re.search(r"; only \d trials fit \(a 98\.5% interval needs 8\) in 0\.05 s\. Re-run on a quieter", res.message)
+    assert re.search(r"; only \d trials fit \(a 98\.5% interval needs 8\) in 0\.05 s\. The grader could not decide", res.message)
 
 
 def decided(measure):

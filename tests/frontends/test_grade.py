@@ -1,6 +1,7 @@
 """The grade command: layout, resume, atomic outputs, interruption, the CLI as users see it."""
 from __future__ import annotations
 
+import csv
 import html
 import io
 import json
@@ -218,7 +219,7 @@ def test_cli_grades_a_small_class_end_to_end(tmp_path):
     proc = _cli("grade", str(subs), "--out", str(out), "--source", str(TINY_SOURCE), "--workers", "2")
     assert proc.returncode == 0, proc.stderr
     assert "grades.csv: 2 submission(s)" in proc.stdout
-    assert proc.stdout.splitlines()[-1].split() == ["tiny", "2", "0", "0", "0", "0", "3.50", "/", "5"]
+    assert proc.stdout.splitlines()[-1].split() == ["tiny", "2", "0", "0", "0", "0", "0", "3.50", "/", "5"]
     assert "2/2" in proc.stderr and "ETA" in proc.stderr
     lines = (out / "grades.csv").read_text().splitlines()
     assert lines[1].startswith("tiny,,,alice,,,,5,0,5,5,3,2,graded")
@@ -341,6 +342,42 @@ def test_inconclusive_speed_is_graded_again_alone_once_the_batch_is_done(tmp_pat
     assert "6/6" in stream.getvalue().strip().splitlines()[-1]
     _grade(subs, out)  # graded: a rerun grades nothing, carol's inconclusive result included
     assert len(fake.calls) == 6
+
+
+def test_retry_inconclusive_grades_only_the_pending_submissions(tmp_path, fake, monkeypatch, capsys):
+    """Pending is not 0: a later `grade --retry-inconclusive` grades only the submissions whose
+    speed part was left undecided, and their new verdict replaces it in grades.csv."""
+    from autograder import cli
+
+    subs, out = tmp_path / "submitted", tmp_path / "out"
+    for student in ("alice", "bob"):
+        _submit(subs, student, b"{}")
+    later = {"alice": "passed", "bob": "inconclusive"}
+
+    def speed(submission, source, **kw):
+        student = submission.parent.parent.name
+        fake(submission, source, **kw)
+        status = later[student]
+        return Results(tests=[TestResult("test-fast", 3.0 * (status == "passed"), 3.0, status, status=status)])
+
+    monkeypatch.setattr(grade.sandbox, "run_submission", speed)
+    common = ["grade", str(subs), "--out", str(out), "--source", str(TINY_SOURCE), "--workers", "1"]
+    assert cli.main(common) == 0
+    assert sorted(fake.calls) == ["alice", "bob", "bob"]  # bob's second try, alone, is undecided too
+    printed = capsys.readouterr().out
+    assert "pending: the grader could not decide a speed part of 1 submission (bob/tiny)" in printed
+    with open(out / "grades.csv", newline="") as f:
+        assert {r["student_id"]: r["status"] for r in csv.DictReader(f)} == {"alice": "graded", "bob": "pending"}
+    later["bob"] = "passed"  # a quieter hour
+    assert cli.main([*common, "--retry-inconclusive"]) == 0
+    assert sorted(fake.calls) == ["alice", "bob", "bob", "bob"]  # alice, graded, is left alone
+    with open(out / "grades.csv", newline="") as f:
+        rows = {r["student_id"]: r for r in csv.DictReader(f)}
+    assert rows["bob"]["status"] == "graded" and rows["bob"]["score"] == "3" and rows["bob"]["message"] == ""
+    assert cli.main([*common, "--retry-inconclusive"]) == 0 and len(fake.calls) == 4  # nothing pending now
+    capsys.readouterr()
+    assert cli.main([*common, "--retry-inconclusive", "--force"]) == 2
+    assert "--retry-inconclusive grades only the pending submissions" in capsys.readouterr().err
 
 
 def test_the_suites_batches_give_the_same_second_try():
@@ -507,9 +544,12 @@ def test_the_summary_is_a_table_per_assignment():
             Row("ann", "ps2", Results(tests=[TestResult("c", 1.0, 1.0)])),
             Row("eve", "ps2", Results(tests=[TestResult("c", 0, 1.0, "none", status="missing")], output="none"))]
     lines = [line.split() for line in grade.summary_table(rows).splitlines()]
-    assert lines[0] == ["assignment", "graded", "pending", "failed", "to", "run", "missing", "skipped", "mean"]
-    assert lines[1] == ["ps1", "1", "1", "1", "0", "1", "1.00", "/", "5"]  # the skipped one not in the mean
-    assert lines[2] == ["ps2", "1", "0", "0", "1", "0", "0.50", "/", "1"]
+    assert lines[0] == ["assignment", "graded", "pending", "manual", "failed", "to", "run", "missing", "skipped",
+                        "mean"]
+    assert lines[1] == ["ps1", "1", "1", "0", "1", "0", "1", "1.00", "/", "5"]  # the skipped one not in the mean
+    assert lines[2] == ["ps2", "1", "0", "0", "0", "1", "0", "0.50", "/", "1"]
+    assert " ".join(lines[3]) == ("pending: the grader could not decide a speed part of 1 submission (ben/ps1); "
+                                  "`grade --retry-inconclusive` grades them again")
 
 
 def _run_cli(*args):
@@ -526,7 +566,7 @@ def test_cli_exit_status_says_some_were_skipped(tmp_path, fake, capsys):
     captured = capsys.readouterr()
     assert "skipped bob/1_tiny: no assignment of this folder's name" in captured.err
     assert captured.out.splitlines()[-2].split()[:2] == ["1_tiny", "0"]  # its row in the table, as skipped
-    assert captured.out.splitlines()[-1].split() == ["tiny", "1", "0", "0", "0", "0", "3.00", "/", "5"]
+    assert captured.out.splitlines()[-1].split() == ["tiny", "1", "0", "0", "0", "0", "0", "3.00", "/", "5"]
     shutil.rmtree(subs / "bob" / "1_tiny")
     assert _run_cli(str(subs), "--out", str(out), "--source", str(TINY_SOURCE)) == 0
     from autograder.cli import build_parser
@@ -559,7 +599,7 @@ def test_rostered_students_without_a_submission_get_a_missing_zero(tmp_path, fak
     canvas = list(csv.reader((out / "grades_canvas.csv").open()))
     assert [line[-1] for line in canvas[2:]] == ["3", "3", "0"]  # alice, bob, zed
     assert "missing" in grade.summary_table(rows).splitlines()[0]
-    assert grade.summary_table(rows).splitlines()[1].split()[1:6] == ["2", "0", "0", "1", "0"]
+    assert grade.summary_table(rows).splitlines()[1].split()[1:7] == ["2", "0", "0", "0", "1", "0"]
 
 
 @pytest.mark.parametrize("content", [b"{}", b"[1, 2]", b"not json", b"[" * 100_000, b'{"cells": 3}',

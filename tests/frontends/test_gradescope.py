@@ -97,7 +97,15 @@ def test_run_autograder_grades_a_submission(tmp_path):
                           env={**os.environ, "AUTOGRADER_ROOT": str(base)}, timeout=300)
     assert proc.returncode == 0, proc.stderr
     data = json.loads((base / "results" / "results.json").read_text())
-    assert {t["name"]: t["score"] for t in data["tests"]} == {"test-double": 0.0, "test-word": 2.0}, data
+    scores = {t["name"]: (t["score"], t["status"], t["visibility"]) for t in data["tests"]}
+    # both parts hold hidden tests: their visible tests' verdict shows at once, their points once published
+    assert scores == {"test-double (visible tests)": (0.0, "failed", "visible"),
+                      "test-double (all tests)": (0.0, "failed", "after_published"),
+                      "test-word (visible tests)": (0.0, "passed", "visible"),
+                      "test-word (all tests)": (2.0, "passed", "after_published")}, data
+    visible = next(t for t in data["tests"] if t["name"] == "test-double (visible tests)")
+    assert "double(2) returned 2, expected 4" in visible["output"]
+    assert data["output"].startswith("Score: 2 / 5\n") and "(visible tests) lines show now" in data["output"]
     assert "hidden-marker" not in json.dumps(data)
     shutil.rmtree(base)
 
@@ -127,7 +135,8 @@ def test_hidden_visibility_applies_to_parts_with_hidden_tests_only(tmp_path):
                      "--results", str(results), "--source", str(tmp_path / "source"),
                      "--hidden-visibility", "after_published"]) == 0
     visibility = {t["name"]: t["visibility"] for t in json.loads(results.read_text())["tests"]}
-    assert visibility == {"test-double": "visible", "test-word": "after_published"}
+    assert visibility == {"test-double": "visible", "test-word (visible tests)": "visible",
+                          "test-word (all tests)": "after_published"}
 
 
 def test_unknown_hidden_visibility_is_a_usage_error(tmp_path):
@@ -136,3 +145,18 @@ def test_unknown_hidden_visibility_is_a_usage_error(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "tiny", "--source", str(TINY_SOURCE),
                            "--hidden-visibility", "later"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and "invalid choice: 'later'" in proc.stderr
+
+
+def test_a_pending_or_manual_part_says_so_in_the_top_level_output():
+    from autograder.results.results import TestResult
+
+    undecided = TestResult("test-speed", 0.0, 4.0, "inconclusive: ...", status="inconclusive")
+    manual = TestResult("explain", 0.0, 2.0, "needs manual grading", status="manual")
+    tests = gradescope.split_parts([TestResult("test-word", 2.0, 2.0), undecided, manual],
+                                   frozenset({"test-speed"}), {}, "after_published")
+    assert [t.name for t in tests] == ["test-word", "test-speed (visible tests)", "test-speed (all tests)", "explain"]
+    assert tests[1].status == "inconclusive" and tests[1].max_score == 0 and tests[1].visibility == "visible"
+    text = gradescope.summary(gradescope.Results(tests=tests))
+    assert text.splitlines()[0] == "Score: 2 / 8 (not final)"
+    assert "Needs a regrade: the grader could not decide test-speed" in text
+    assert "Needs manual grading: explain" in text

@@ -220,6 +220,19 @@ def test_a_resubmission_without_a_secret_drops_the_old_secret(tmp_path):
     assert (feedback / STUDENT / "tiny" / "timestamp.txt").is_file()
 
 
+def test_a_submission_not_collected_by_nbgrader_gets_the_timestamp_release_feedback_needs(tmp_path):
+    from nbgrader.utils import parse_utc
+
+    folder = _submission(tmp_path / "subs")
+    (folder / "timestamp.txt").unlink()  # uploaded by hand, not collected: nbgrader's release_feedback needs one
+    os.utime(folder / "tiny.ipynb", (1767323045.25, 1767323045.25))
+    grade.write_nbgrader_feedback(tmp_path / "feedback", Submission(STUDENT, "tiny", folder,
+                                                                          folder / "tiny.ipynb"), "<p>page</p>")
+    stamp = (tmp_path / "feedback" / STUDENT / "tiny" / "timestamp.txt").read_text()
+    assert stamp == "2026-01-02 03:04:05.250000 UTC"
+    assert parse_utc(stamp).isoformat() == "2026-01-02T03:04:05.250000"
+
+
 def _course(root: Path) -> Path:
     """An nbgrader course folder holding alice's submission and the feedback page already released."""
     course = root / "course"

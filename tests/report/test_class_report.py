@@ -326,3 +326,26 @@ def test_flagged_submissions_are_listed_by_part_with_their_lines(tmp_path, sourc
 
 def _csv_text(text: str) -> list[dict]:
     return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_parts_that_are_not_final_are_listed(tmp_path):
+    """A speed part left undecided and a manually graded part are counted by status and listed
+    as not final, with what each waits for."""
+    out = tmp_path / "graded"
+    batch = {"ann": Results(tests=[TestResult("test-fast", 0.0, 3.0, "inconclusive: ...", status="inconclusive"),
+                                   TestResult("explain", 0.0, 2.0, "needs manual grading", status="manual")]),
+             "ben": Results(tests=[TestResult("test-fast", 3.0, 3.0, "fast"),
+                                   TestResult("explain", 0.0, 2.0, "needs manual grading", status="manual")])}
+    for student, results in batch.items():
+        path = out / student / "speedy" / "results.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(results.to_json())
+    report = build_report(out)
+    assignment = report.assignments["speedy"]
+    assert assignment.parts["explain"].statuses == {"manual": 2}
+    assert sorted(assignment.pending) == [("ann", "explain", "manual"), ("ann", "test-fast", "inconclusive"),
+                                          ("ben", "explain", "manual")]
+    page = report_page.write_report(report)[0].read_text(encoding="utf-8")
+    assert "Not final (3 parts)" in page and "regrade (the grader could not decide its speed)" in page
+    parts = _csv(out / "report_parts.csv")
+    assert {r["part"]: r["manual"] for r in parts} == {"test-fast": "0", "explain": "2"}

@@ -89,11 +89,20 @@ def write_export(out_dir: Path | str, fmt: str, *, roster: Roster | Path | str |
     """Export the graded folder ``out_dir`` as ``fmt`` (``nbgrader``, ``canvas``, ``moodle``)
     into ``path`` (default: the format's file name in ``out_dir``).  ``roster``: a
     :class:`Roster` or the path of a roster CSV; ``submissions``: nbgrader's ``submitted/``
-    folder, for the timestamps of the nbgrader format."""
+    folder, for the timestamps of the nbgrader format (an nbgrader course's: also its gradebook's
+    names, due dates and late penalties, :mod:`autograder.results.gradebook`)."""
     if fmt not in EXPORTERS:
         parse_formats([fmt])  # raises the usage error that names the formats
     if not isinstance(roster, Roster):
         roster = read_roster(roster)
+    from autograder.results import gradebook
+
     graded = read_graded(out_dir, submissions)
+    course_root = gradebook.course_of(submissions) if submissions else None
+    if course_root is not None:  # an nbgrader course's submitted/: its gradebook dates and names the rows
+        course = gradebook.load_course(course_root)
+        gradebook.fill_rows(course, graded.rows)
+        if not roster.people:
+            roster = gradebook.read_roster(course)
     return write(graded, fmt, Path(path) if path else Path(out_dir) / EXPORTERS[fmt].filename,
                  roster=roster, assignment_ids=assignment_ids)

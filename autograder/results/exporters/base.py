@@ -24,12 +24,20 @@ ROSTER_KEY = "id"
 
 @dataclass
 class Row:
-    """One graded submission: who, which assignment, its results, nbgrader's submission time."""
+    """One graded submission: who, which assignment, its results, nbgrader's submission time and,
+    inside an nbgrader course, its due date and late penalty (:mod:`autograder.results.gradebook`)."""
 
     student: str
     assignment: str
     results: Results
     timestamp: str = ""
+    duedate: str = ""
+    penalty: float = 0.0
+
+    @property
+    def score(self) -> float:
+        """The score after the late penalty (nbgrader export's ``score``)."""
+        return round(self.results.score - self.penalty, 6)
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,7 @@ class Graded:
     def __post_init__(self) -> None:
         self.rows = sorted(self.rows, key=lambda r: (r.assignment, r.student))
         self.skipped = sorted(self.skipped, key=lambda r: (r.assignment, r.student))
-        self._by_key = {(r.student, r.assignment): r.results for r in self.rows}  # a class of 500 × 10: no scans
+        self._by_key = {(r.student, r.assignment): r for r in self.rows}  # a class of 500 × 10: no scans
         if not self.part_columns:  # each results.json lists its parts in the source's order
             for row in self.rows:
                 self.part_columns += [t.name for t in row.results.tests if t.name not in self.part_columns]
@@ -123,7 +131,13 @@ class Graded:
         return sorted({r.student for r in self.rows})
 
     def results(self, student: str, assignment: str) -> Results | None:
-        return self._by_key.get((student, assignment))
+        row = self._by_key.get((student, assignment))
+        return row.results if row is not None else None
+
+    def score(self, student: str, assignment: str) -> float | None:
+        """The submission's score after any late penalty, or None when it was not graded."""
+        row = self._by_key.get((student, assignment))
+        return row.score if row is not None else None
 
     def max_points(self, assignment: str) -> float:
         """The assignment's points: every results file of it lists all its parts."""

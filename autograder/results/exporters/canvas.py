@@ -48,8 +48,8 @@ def render(graded: Graded, roster: Roster, assignment_ids: Mapping[str, str] | N
     writer.writerow([POINTS_POSSIBLE, "", "", "", "", *[number(graded.max_points(a)) for a in assignments]])
     for student in graded.students:
         person = roster.get(student)
-        scores = [graded.results(student, a) for a in assignments]
+        scores = [graded.score(student, a) for a in assignments]
         writer.writerow([person.sortable_name, person.lms_user_id, person.sis_user_id,
                          person.sis_login_id or student, person.section,
-                         *["" if r is None else number(r.score) for r in scores]])
+                         *["" if r is None else number(r) for r in scores]])
     return buffer.getvalue()

@@ -35,8 +35,8 @@ def render(graded: Graded, roster: Roster, assignment_ids: Mapping[str, str] | N
     writer.writerow([*USER_COLUMNS, *assignments])
     for student in graded.students:
         person = roster.get(student)
-        scores = [graded.results(student, a) for a in assignments]
+        scores = [graded.score(student, a) for a in assignments]
         writer.writerow([person.first_name, person.last_name, person.sis_login_id or student,
                          person.sis_user_id, person.email,
-                         *["" if r is None else number(r.score) for r in scores]])
+                         *["" if r is None else number(r) for r in scores]])
     return buffer.getvalue()

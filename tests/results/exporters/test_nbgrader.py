@@ -63,7 +63,7 @@ def test_status_is_a_keyword_and_the_message_has_its_own_column():
     assert [(r["assignment"], r["student_id"], r["status"]) for r in table] == [
         ("1_ps", "dan", "skipped"), ("ps1", "ann", "pending"), ("ps1", "ben", "missing"), ("ps1", "cal", "skipped")]
     assert table[0]["message"] == "no assignment is named 1_ps" and table[0]["max_score"] == "0"
-    assert table[1]["message"] == "speed undecided in a; grade again later"
+    assert table[1]["message"] == "pending: speed undecided in a; `grade --retry-inconclusive` grades it again"
     assert table[3]["message"] == "this is exercise ps2's notebook, not ps1's"
 
 
