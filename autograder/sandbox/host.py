@@ -4,7 +4,7 @@ Three processes, each with one job:
 
 * the **grader** (``run_submission``, in the ``grade`` command) reads the
   submission, restores its test cells from the source notebook by
-  ``grade_id``, strips its outputs, and starts a worker in a new session in a
+  ``grade_id`` and strips its outputs (:mod:`autograder.submission.restore`), and starts a worker in a new session in a
   fresh temporary folder that holds only the submission and the assignment's
   data files.  It sends the worker the learner's cells, and each test cell's
   source only when the worker reaches it, over a pipe: hidden tests are never
@@ -22,7 +22,7 @@ Three processes, each with one job:
   cell, and streams one result per graded part back to the grader.  A
   watchdog thread kills the kernel when it starts too many processes or uses
   too much memory.
-* the **kernel**, started through ``python -m autograder.sandbox.worker kernel``: PID 1
+* the **kernel**, started through ``python -m autograder.sandbox.kernel``: PID 1
   of a new PID namespace with its own ``/proc`` (so it cannot see or signal
   other submissions), resource limits, and, as root, no capabilities left, so
   it cannot undo any of the above.  Its stdout/stderr go to /dev/null.
