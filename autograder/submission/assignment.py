@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.errors import UsageError
+from autograder.judge.client import HIDDEN_BEGIN  # the one spelling of the marker
 from autograder.submission import notebook as nbtools
 from autograder.submission.limits import Limits, course_limits
 from autograder.submission.restore import hidden_test_lines
-
-HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
 
 
 @dataclass
