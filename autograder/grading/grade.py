@@ -27,6 +27,8 @@ cores with the trials.  Once the batch is done, every submission with an inconcl
 is graded once more, by itself, and that grade replaces the first (:func:`grade`).  Only an
 undecided result earns the second try, so a wrong "pass" is at most twice the check's own
 rate (2.5% each at an answer exactly at its threshold, :mod:`autograder.checks.timing_stats`).
+One still undecided is ``pending`` (not a 0): grades.csv, the summary and the report say so,
+and ``--retry-inconclusive`` grades only those later (:func:`is_pending`).
 """
 from __future__ import annotations
 
@@ -242,11 +244,8 @@ def nbgrader_feedback_dir(submissions: Path) -> Path | None:
     """The course's ``feedback/`` folder when ``submissions`` is an nbgrader course's
     ``submitted/`` folder (its parent holds ``nbgrader_config.py``), else None.
     ``submissions`` may be relative (``.`` from inside ``submitted/``)."""
-    submitted = Path(submissions).resolve()
-    course = submitted.parent
-    if submitted.name == "submitted" and (course / "nbgrader_config.py").is_file():
-        return course / "feedback"
-    return None
+    course = gradebook.course_of(submissions)
+    return course / "feedback" if course is not None else None
 
 
 def nbgrader_feedback_target(submissions: Path | str, out: Path | str, asked: str | None = None,
