@@ -354,8 +354,7 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
     (:func:`autograder.grading.gradebook.course_of`) the source folder defaults to the course's.
     ``retry_inconclusive``: only the submissions whose results are pending (a speed part undecided)."""
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
-    course_root = gradebook.course_of(submissions) if submissions.is_dir() else None
-    course = gradebook.load_course(course_root) if course_root is not None else None
+    course = gradebook.find_course(submissions)
     # Inside an nbgrader course its nbgrader_config.py names the source folder (CourseDirectory.source_directory).
     source_root = Path(source or (course.source if course is not None else "solutions")).resolve()
     if not submissions.is_dir():
@@ -366,6 +365,9 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
                          "source_directory, else solutions/)")
     if out == submissions or submissions in out.parents:
         raise UsageError(f"--out {out} is inside the submissions folder; choose another folder")
+    if course is not None and (out == course.autograded or course.autograded in out.parents):
+        raise UsageError(f"--out {out} is nbgrader's autograded folder, which `nbgrader autograde` replaces; "
+                         "choose another folder (e.g. graded/)")
     check_students(submissions, students)
     subs = find_submissions(submissions, assignment, students)
     if not subs:

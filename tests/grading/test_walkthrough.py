@@ -94,17 +94,17 @@ def test_every_command_of_the_walkthrough_runs_and_does_what_the_page_says():
                 _answer(alice / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
 
         course = instructor / "tf-gpu-course"
-        with open(course / "autograded" / "grades.csv", newline="") as f:
+        with open(course / "graded" / "grades.csv", newline="") as f:
             rows = {r["student_id"]: r for r in csv.DictReader(f)}
         assert rows["alice"]["status"] == "graded" and rows["alice"]["score"] == rows["alice"]["max_score"] != "0"
         assert (rows["alice"]["first_name"], rows["alice"]["email"]) == ("Alice", "alice@example.edu")
         assert rows["alice"]["duedate"] == "2026-03-02 17:00:00" and rows["alice"]["timestamp"]
         assert rows["bob"]["status"] == "missing" and rows["bob"]["last_name"] == "Cratchit"
-        with open(course / "autograded" / "grades_canvas.csv", newline="") as f:
+        with open(course / "graded" / "grades_canvas.csv", newline="") as f:
             canvas = list(csv.reader(f))
         assert f"{ASSIGNMENT} (4757)" in canvas[0]
         assert [r for r in canvas if "4001" in r][0][canvas[0].index(f"{ASSIGNMENT} (4757)")] == rows["alice"]["score"]
-        assert (course / "autograded" / "report.html").is_file()
+        assert (course / "graded" / "report.html").is_file()
         fetched = list((alice / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
         assert len(fetched) == 1 and "Score:" in fetched[0].read_text(encoding="utf-8")
     finally:
