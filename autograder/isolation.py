@@ -157,6 +157,20 @@ def build_root(root: str, *, readonly: list[str], writable: list[str] = (), copi
     mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+def shim_wait(child: int) -> int:
+    """In a shim that forked ``child`` into a PID namespace of its own: leave SIGINT to the child (it
+    reaches it through the process group), pass termination on, and return the child's exit status."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(child, signal.SIGKILL))
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1
+
+
 @dataclass
 class Confinement:
     """Where a confined check process may go: ``root``, an empty folder of the grader's to build
@@ -192,15 +206,7 @@ def confine(spec: Confinement) -> None:
     check(libc.unshare(CLONE_NEWPID), "unshare pid")
     child = os.fork()
     if child:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(child, signal.SIGKILL))
-        while True:
-            try:
-                _, status = os.waitpid(child, 0)
-                break
-            except InterruptedError:
-                continue
-        os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+        os._exit(shim_wait(child))
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     check(libc.unshare(CLONE_NEWNS), "unshare mount")
     mount(None, "/", None, MS_REC | MS_PRIVATE)

@@ -8,7 +8,7 @@ usual ``source/`` and ``release/`` folders, the repository's release settings), 
 the chosen assignments' sources (reference solutions, hidden tests, data files) and the
 course's ``grading.toml`` into ``DIR/source/``.  From there nbgrader's own commands run in
 ``DIR`` (``nbgrader generate_assignment``, ``release_assignment``, ``collect``) and
-``python -m autograder grade DIR/submitted --out DIR/autograded`` reads the same config
+``python -m autograder grade DIR/submitted --out DIR/graded`` reads the same config
 (:mod:`autograder.results.gradebook`).
 """
 from __future__ import annotations
@@ -23,7 +23,8 @@ SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"  # the checkout's 
 COURSE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 TEMPLATE = '''"""nbgrader configuration of the course {course_id!r} (written by `python -m autograder init-course`).
 
-Run nbgrader's commands and `python -m autograder grade submitted/ --out autograded/` in this folder.
+Run nbgrader's commands and `python -m autograder grade submitted/ --out graded/` in this folder
+(not autograded/: `nbgrader autograde` replaces that folder).
 """
 c = get_config()  # noqa: F821 (provided by nbgrader)
 

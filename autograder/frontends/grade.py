@@ -27,6 +27,8 @@ cores with the trials.  Once the batch is done, every submission with an inconcl
 is graded once more, by itself, and that grade replaces the first (:func:`grade`).  Only an
 undecided result earns the second try, so a wrong "pass" is at most twice the check's own
 rate (2.5% each at an answer exactly at its threshold, :mod:`autograder.checks.timing_stats`).
+One still undecided is ``pending`` (not a 0): grades.csv, the summary and the report say so,
+and ``--retry-inconclusive`` grades only those later (:func:`is_pending`).
 """
 from __future__ import annotations
 
@@ -205,11 +207,8 @@ def nbgrader_feedback_dir(submissions: Path) -> Path | None:
     """The course's ``feedback/`` folder when ``submissions`` is an nbgrader course's
     ``submitted/`` folder (its parent holds ``nbgrader_config.py``), else None.
     ``submissions`` may be relative (``.`` from inside ``submitted/``)."""
-    submitted = Path(submissions).resolve()
-    course = submitted.parent
-    if submitted.name == "submitted" and (course / "nbgrader_config.py").is_file():
-        return course / "feedback"
-    return None
+    course = gradebook.course_of(submissions)
+    return course / "feedback" if course is not None else None
 
 
 def nbgrader_feedback_target(submissions: Path | str, out: Path | str, asked: str | None = None,
@@ -318,8 +317,7 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
     (:func:`autograder.results.gradebook.course_of`) the source folder defaults to the course's.
     ``retry_inconclusive``: only the submissions whose results are pending (a speed part undecided)."""
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
-    course_root = gradebook.course_of(submissions) if submissions.is_dir() else None
-    course = gradebook.load_course(course_root) if course_root is not None else None
+    course = gradebook.find_course(submissions)
     # Inside an nbgrader course its nbgrader_config.py names the source folder (CourseDirectory.source_directory).
     source_root = Path(source or (course.source if course is not None else "solutions")).resolve()
     if not submissions.is_dir():
@@ -330,6 +328,9 @@ def plan(submissions: Path | str, out: Path | str, *, assignment: str | None = N
                          "source_directory, else solutions/)")
     if out == submissions or submissions in out.parents:
         raise UsageError(f"--out {out} is inside the submissions folder; choose another folder")
+    if course is not None and (out == course.autograded or course.autograded in out.parents):
+        raise UsageError(f"--out {out} is nbgrader's autograded folder, which `nbgrader autograde` replaces; "
+                         "choose another folder (e.g. graded/)")
     check_students(submissions, students)
     subs = find_submissions(submissions, assignment, students)
     if not subs:

@@ -12,9 +12,10 @@ hidden tests and data files; only instructors see the zip).
 (:mod:`autograder.frontends.pipeline`) and writes ``/autograder/results/results.json``;
 whatever happens (no notebook, a crash in the grader, no Python) it still leaves a
 ``results.json`` that says what went wrong.  Parts whose test cell holds hidden tests
-are split in two (:func:`split_parts`): ``<part> (visible tests)``, always visible and worth no
-points, says at once whether the tests the learner could see pass; ``<part> (all tests)`` holds
-the points and follows the visibility chosen at build time (``--hidden-visibility``).  The
+are split in two unless they are to be visible anyway (:func:`split_parts`):
+``<part> (visible tests)``, always visible and worth no points, says at once whether the tests
+the learner could see pass; ``<part> (all tests)`` holds the points and follows the visibility
+chosen at build time (``--hidden-visibility``).  The
 top-level ``output`` sums up the score, whether it is final, and which parts need a regrade (a
 speed part the grader could not decide) or manual grading (:func:`summary`).
 """
@@ -153,8 +154,9 @@ def grade_gradescope(assignment: str, submission: Path, results_path: Path, sour
     notebook, _ = find_notebook(Path(submission), assignment)
     results = pipeline.grade_notebook(notebook, spec, hidden_dirs=[Path(source_root).resolve()],
                                       problem=f"no notebook found: upload {assignment}.ipynb")
-    visible = _visible_verdicts(notebook, spec, results) if notebook is not None else {}
-    results.tests = split_parts(results.tests, spec.hidden_parts, visible, hidden_visibility)
+    if hidden_visibility != "visible":  # else every part shows at once, as it is
+        visible = _visible_verdicts(notebook, spec, results) if notebook is not None else {}
+        results.tests = split_parts(results.tests, spec.hidden_parts, visible, hidden_visibility)
     results.output = "\n".join(line for line in (summary(results), results.output) if line)
     write_atomic(results_path, results.to_json())
     return results

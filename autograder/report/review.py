@@ -83,6 +83,8 @@ MODULES = {
     "autograder.checks.timing_results": "reaches the speed checks' verdicts",
     "autograder.checks.graph_guard": "reaches the judge's graph check",
     "autograder.isolation": "reaches the grader's private roots",
+    "tensorflow.tsl.profiler.protobuf": "builds profiler trace protos of its own (XPlane)",
+    "tsl.profiler.protobuf": "builds profiler trace protos of its own (XPlane)",
 }
 #: ``module.function`` calls that mean the same (the module itself is common and honest).
 CALLS = {
@@ -115,8 +117,14 @@ ATTRIBUTES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "
               "__subclasses__": "every subclass of a class", "__builtins__": "the builtins",
               "_STAGED": "the judge's staged requests"}
 #: Names of the sandbox's own files and folders: a string that names one reaches the grader.
-GRADER_FILES = re.compile(r"\.req\b|\.ans\b|autograder-sandboxes|ag-judge|/proc/\d+/|/dev/fd/|"
+GRADER_FILES = re.compile(r"\.req\b|\.ans\b|autograder-sandboxes|ag-judge|/proc/\d+/|/proc/self/fd|/dev/fd/|"
                           r"\.ipynb_checkpoints|/solutions\b|BEGIN SOLUTION|HIDDEN TESTS")
+#: Text that only TensorFlow writes: its placement log.  An answer that writes it forges what a
+#: placement capture reads.
+PLACEMENT_LOG = re.compile(r"Executing op |/job:localhost/replica:\d+/task:\d+/device:")
+#: Names an answer defines on its own classes that a check reads off TensorFlow's objects: such an
+#: object answers what a placement or dtype probe asks, whatever it holds.
+REPORTED_ATTRIBUTES = {"device": "a device", "backing_device": "a device", "_device": "a device"}
 _SHELL_CELL = re.compile(r"^%%(bash|sh|script|system|perl|ruby|python\d?|writefile)\b")
 
 
@@ -161,8 +169,8 @@ def _root(node: ast.AST) -> str | None:
 class _Reader(ast.NodeVisitor):
     """Collects (line, reason) for one cell, knowing which names the learner's cells bind."""
 
-    def __init__(self, own: set[str], imported: dict[str, str]) -> None:
-        self.own, self.imported = own, imported
+    def __init__(self, own: set[str], imported: dict[str, str], log_names: set[str] = frozenset()) -> None:
+        self.own, self.imported, self.log_names = own, imported, log_names
         self.found: list[tuple[int, str]] = []
 
     def flag(self, node: ast.AST, reason: str) -> None:
@@ -206,7 +214,17 @@ class _Reader(ast.NodeVisitor):
                 self.flag(node, f"runs code or imports a module named by a computed string ({last})")
             if last in ("setattr", "delattr") and name == last and node.args:
                 self._written(node, node.args[0], f"{last}(...)")
+            if last in ("print", "write", "writelines", "info", "warning", "error") and any(
+                    self._log_text(part) for arg in [*node.args, *(k.value for k in node.keywords)]
+                    for part in ast.walk(arg)):
+                self.flag(node, "writes text that looks like TensorFlow's placement log (what a capture reads)")
         self.generic_visit(node)
+
+    def _log_text(self, node: ast.AST) -> bool:
+        """Placement-log text, written here or held by a name the learner's cells bind to it."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, str) and bool(PLACEMENT_LOG.search(node.value))
+        return isinstance(node, ast.Name) and node.id in self.log_names
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         what = ATTRIBUTES.get(node.attr)
@@ -221,6 +239,16 @@ class _Reader(ast.NodeVisitor):
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and GRADER_FILES.search(node.value):
             self.flag(node, f"names the grader's files or another process's ({node.value[:60]!r})")
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for item in ast.walk(node):
+            named = item.name if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else (
+                item.attr if isinstance(item, ast.Attribute) and isinstance(item.ctx, ast.Store) else (
+                    item.id if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store) else None))
+            if named in REPORTED_ATTRIBUTES:
+                self.flag(item, f"its class {node.name} answers {REPORTED_ATTRIBUTES[named]} of its own ({named}), "
+                                "as a check reads it off TensorFlow's objects")
+        self.generic_visit(node)
 
     def _written(self, node: ast.AST, target: ast.AST, how: str) -> None:
         root = _root(target)
@@ -321,9 +349,13 @@ def read_cells(cells: list[tuple[str, str, str]], protected: set[str] = frozense
             tree = ast.Module(body=[], type_ignores=[])
         parsed.append((part, label, tree, early))
     own, imported = _bound_names([tree for _, _, tree, _ in parsed])
+    log_names = {target.id for _, _, tree, _ in parsed for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                 for target in node.targets if isinstance(target, ast.Name) and any(
+                     isinstance(c, ast.Constant) and isinstance(c.value, str) and PLACEMENT_LOG.search(c.value)
+                     for c in ast.walk(node.value))}
     findings = []
     for part, label, tree, early in parsed:
-        reader = _Reader(own, imported)
+        reader = _Reader(own, imported, log_names)
         reader.visit(tree)
         rebound = [(line, f"rebinds {name}, which the exercise's own cells define")
                    for line, name in _top_level_bindings(tree) if name in protected]

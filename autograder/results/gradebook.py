@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from importlib.util import find_spec
 from pathlib import Path
 
 from autograder.errors import UsageError
@@ -37,6 +38,7 @@ class Course:
     source: Path  # CourseDirectory.source_directory under root
     db_url: str
     config: object  # the traitlets Config read from nbgrader_config.py
+    autograded: Path | None = None  # CourseDirectory.autograded_directory: `nbgrader autograde` replaces it
 
     @property
     def db_path(self) -> Path | None:
@@ -66,6 +68,14 @@ def course_of(submissions: Path | str) -> Path | None:
     return None
 
 
+def find_course(submissions: Path | str) -> Course | None:
+    """The course whose ``submitted/`` folder ``submissions`` is, read when nbgrader is installed
+    (the grader's own install does not need it: without it a course's ``submitted/`` is graded
+    as any folder, with ``--source`` and ``--roster`` as given)."""
+    root = course_of(submissions) if Path(submissions).is_dir() else None
+    return load_course(root) if root is not None and find_spec("nbgrader") else None
+
+
 def load_course(root: Path | str) -> Course:
     """The course at ``root`` through nbgrader's ``CourseDirectory``; a config that cannot be read
     is a :class:`UsageError`."""
@@ -85,7 +95,8 @@ def load_course(root: Path | str) -> Course:
     db_url = coursedir.db_url
     if db_url.startswith("sqlite:///") and not db_url[len("sqlite:///"):].startswith("/"):
         db_url = f"sqlite:///{course_root / db_url[len('sqlite:///'):]}"  # nbgrader runs in the course: relative to it
-    return Course(course_root, course_root / coursedir.source_directory, db_url, config)
+    return Course(course_root, course_root / coursedir.source_directory, db_url, config,
+                  course_root / coursedir.autograded_directory)
 
 
 def read_roster(course: Course) -> Roster:

@@ -27,6 +27,7 @@ from autograder.sandbox.isolation import (
     CLONE_NEWNS, CLONE_NEWPID, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC, _check, _libc, _mount,
     close_fds_except,
 )
+from autograder.isolation import shim_wait
 
 
 # --- the kernel launcher ----------------------------------------------------------------
@@ -90,17 +91,7 @@ def _start_limited(config: dict, become) -> int:
             become()
         finally:
             os._exit(127)
-    # SIGINT (an interrupt) reaches the child through the process group; the
-    # shim passes on termination and reports the child's exit.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(child, signal.SIGKILL))
-    while True:
-        try:
-            _, status = os.waitpid(child, 0)
-            break
-        except InterruptedError:
-            continue
-    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1
+    return shim_wait(child)  # SIGINT reaches the child through the process group; termination is passed on
 
 
 def kernel_main(argv: list[str]) -> int:

@@ -55,6 +55,11 @@ def test_chapters_1_to_5_have_two_figures_with_alt_text(number):
     assert problems(chapter(number)) == []
 
 
+@pytest.mark.parametrize("number", [6, 7, 8, 9, 10])
+def test_chapters_6_to_10_have_two_figures_with_alt_text(number):
+    assert problems(chapter(number)) == []
+
+
 def test_a_figure_without_alt_text_is_named(tmp_path):
     page = tmp_path / "99_page.md"
     page.write_text(
@@ -67,3 +72,19 @@ def test_a_figure_without_alt_text_is_named(tmp_path):
     assert len(found) == 2
     assert "1 figure cell(s) with alt text" in found[0]
     assert "cell 2 ('fig, ax = plt.subplots()') has no alt text" in found[1]
+
+
+def test_the_hardware_primer_draws_what_it_measures_and_cites_what_it_does_not():
+    """The Reference part's primer (launch overhead, bandwidth, arithmetic): two measured figures with alt
+    text, its comparisons guarded, and the GPU and Windows figures it quotes cited."""
+    import yaml
+
+    page = BOOK / "primer.md"
+    assert problems(page) == []
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    reference = next(part for part in toc["parts"] if part["caption"] == "Reference")
+    assert {"file": "book/primer"} in reference["chapters"]
+    text = page.read_text(encoding="utf-8")
+    assert text.count("guard(") >= 2, "the primer's sentences about its figures are guarded"
+    for cited in ("[^h100]:", "[^win]:", "measure_peaks("):
+        assert cited in text

@@ -29,6 +29,7 @@ DOC_HOSTS = (
     "jupyterbook.org", "nbgrader.readthedocs.io", "jupyter.org", "docs.jupyter.org", "sphinx-doc.org",
     "pydata-sphinx-theme.readthedocs.io", "sphinx-book-theme.readthedocs.io", "gradescope.com",
     "help.gradescope.com", "research.google.com", "dask.org", "github.com/blingenf/copydetect",
+    "github.com/NVIDIA/nccl-tests",
 )
 LAUNCH_HOSTS = ("colab.research.google.com", "mybinder.org")
 URL_ATTR = re.compile(r"""\b(?:href|src|action)\s*=\s*["']((?:https?:)?//[^"']+)["']""", re.I)

@@ -76,3 +76,25 @@ def test_a_plan_needs_a_first_look_with_an_interval():
         look_plan(0.999, (4, 8, 16))
     with pytest.raises(ValueError, match="between 0 and 1"):
         look_plan(1.0)
+
+
+def test_the_budget_grows_with_the_spread_of_the_trials_up_to_its_cap():
+    from autograder.checks.timing import MAX_STRETCH, QUIET_SPREAD, budget_stretch
+
+    assert budget_stretch([2.0, 2.02, 1.98, 2.01, 1.99, 2.0, 2.03, 1.97]) == 1.0  # an idle machine: the plain budget
+    assert budget_stretch([2.0, 3.0, 1.0]) == 1.0  # too few trials to tell
+    spread = [2.0 * f for f in (0.85, 0.9, 0.95, 1.0, 1.0, 1.05, 1.1, 1.15)]  # a busy machine's trials
+    assert 1.0 < budget_stretch(spread) < MAX_STRETCH
+    assert budget_stretch([1.0, 4.0, 0.5, 3.0, 1.5, 6.0, 0.2, 2.0]) == MAX_STRETCH
+    assert QUIET_SPREAD > 0
+
+
+def test_past_the_budget_sampling_goes_on_only_to_a_look_that_fits():
+    """More trials under load never add a look or change a level: the wrong-pass bound is the plan's."""
+    from autograder.checks.timing import _room_for_next_look
+
+    plan = look_plan(0.95)
+    assert plan.looks[:2] == (8, 12) and plan.error_each_way <= 0.025
+    assert _room_for_next_look(plan, 8, elapsed=10.0, stretched_s=15.0)  # look 12 due at 15 s
+    assert not _room_for_next_look(plan, 8, elapsed=10.0, stretched_s=14.9)
+    assert not _room_for_next_look(plan, plan.looks[-1], elapsed=1.0, stretched_s=1e9)  # no look after the last

@@ -4,8 +4,8 @@ results identical to a local ``grade`` of the same batch, a worker killed mid-ta
 a task that fails (nothing written, named, graded on the next run), an unreachable
 scheduler, and the cluster recipes of book/instructors/cluster.md.
 
-Compared field by field: every results.json, except ``execution_time`` (seconds
-measured in the run), and every feedback page and grades.csv byte for byte."""
+Compared field by field: every results.json, except ``execution_time`` and ``startup_s``
+(seconds measured in the run), and every feedback page and grades.csv byte for byte."""
 from __future__ import annotations
 
 import ast
@@ -115,6 +115,7 @@ def _comparable(out: Path) -> dict[str, dict]:
     for path in sorted(out.rglob("results.json")):
         data = json.loads(path.read_text())
         data.pop("execution_time")
+        data["extra_data"].pop("startup_s", None)  # seconds too: the grader's start-up, reported apart
         found[path.relative_to(out).as_posix()] = data
     return found
 

@@ -16,14 +16,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.results import feedback
-from autograder.sandbox import host as sandbox
+from autograder.frontends import pipeline
 from autograder.submission import notebook as nbtools
 from autograder.frontends.check import check_notebook as run_notebook
+from autograder.submission.assignment import load_assignment
 from tests.conftest import (EXERCISES, SOLUTIONS, assignments, graded_as_a_batch, graded_together, notebook_for,
                             undecided_speed)
 from tests import wrong_answers
-from autograder.submission.restore import hidden_test_lines
 
 pytestmark = pytest.mark.slow
 
@@ -38,12 +37,12 @@ def _wrong_cases():
 
 
 def grade_as_instructor(path: Path, source: Path, data_dir: Path | None = None):
-    """Grade ``path`` as the grade command does: sandboxed, with the assignment's data files."""
+    """Grade ``path`` as the grade command does (``pipeline.grade_notebook``): sandboxed, with the
+    assignment's data files, hidden lines redacted, the integrity review made."""
     data_dir = data_dir or source.parent
     data = [p for p in data_dir.iterdir() if not p.name.endswith(".ipynb")]
-    results = sandbox.run_submission(path, source, data_files=data,
-                                     hidden_dirs=[SOLUTIONS.parent / "solutions", path.parent])
-    return feedback.redact_hidden(results, hidden_test_lines(nbtools.load(source)))
+    assignment = load_assignment(source, data_files=data)
+    return pipeline.grade_notebook(path, assignment, hidden_dirs=[SOLUTIONS.parent / "solutions", path.parent])
 
 
 # The catalogue is graded as one batch, two submissions at a time (as `grade --workers 2`
@@ -153,8 +152,12 @@ def test_catalogue_case_gets_expected_scores(assignment, case, request, catalogu
     details = "\n".join(f"{t.name}: {t.score}: {t.output}" for t in results.tests) + f"\nnote: {results.output}"
     # A part this case must keep (full marks) is excused when load left its speed undecided; one it must lose never.
     undecided = undecided_speed(results, [g for g, score in expected.items() if score])
-    assert {g: s for g, s in _scores(results).items() if g in expected and g not in undecided} == \
-        {g: s for g, s in expected.items() if g not in undecided}, details
+    attacked = {g for g, score in expected.items() if score is None}
+    assert {g: s for g, s in _scores(results).items() if g in expected and g not in undecided | attacked} == \
+        {g: s for g, s in expected.items() if g not in undecided | attacked}, details
+    for gid in sorted(attacked):  # an attack on what the kernel reports: lost, or flagged for review
+        assert _scores(results)[gid] == 0 or results.review, \
+            f"{case.name} keeps {gid} and is not flagged for review:\n{details}"
     by_name = results.by_name()
     for gid, text in case.messages.items():
         assert text in by_name[gid].output, f"{gid} feedback lacks {text!r}: {by_name[gid].output}"

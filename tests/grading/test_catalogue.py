@@ -20,7 +20,7 @@ import pytest
 from autograder.submission import notebook as nbtools
 from tests import wrong_answers
 from tests.conftest import SOLUTIONS, assignments, notebook_for
-from tests.wrong_answers import ENGINE_EXERCISE, ENGINE_HOSTILE_CLASSES, HOSTILE_CLASSES
+from tests.wrong_answers import ENGINE_EXERCISE, ENGINE_HOSTILE_CLASSES, HOSTILE_CLASSES, OBSERVATION_CLASSES
 
 CLAUSE = re.compile(r"^\s*(\d+)\.\s+(\S.*)")
 # A clause that only a GPU can break (a speed on GPU profiles) gets its wrong answer
@@ -92,7 +92,15 @@ def test_every_hostile_class_is_tried(name):
     tried = {c.hostile for c in catalogues().get(name, []) if c.hostile}
     wanted = set(HOSTILE_CLASSES) if name == ENGINE_EXERCISE else set(HOSTILE_CLASSES) - set(ENGINE_HOSTILE_CLASSES)
     assert tried >= wanted, f"{name}: no hostile case of {sorted(wanted - tried)}"
-    assert tried <= set(HOSTILE_CLASSES), f"{name}: unknown hostile classes {sorted(tried - set(HOSTILE_CLASSES))}"
+    known = set(HOSTILE_CLASSES) | set(OBSERVATION_CLASSES)
+    assert tried <= known, f"{name}: unknown hostile classes {sorted(tried - known)}"
+
+
+def test_every_observation_class_is_attacked_somewhere():
+    """Each channel of what the kernel reports (placement, counts, timing, the wire, traces) has an attack
+    in the catalogue that must lose the part it aims at or be flagged for review."""
+    tried = {c.hostile for cases in catalogues().values() for c in cases if c.attacks}
+    assert tried == set(OBSERVATION_CLASSES), f"no attack case of {sorted(set(OBSERVATION_CLASSES) - tried)}"
 
 
 def test_the_engine_attacks_are_tried_on_the_tiny_assignment():
@@ -158,4 +166,5 @@ def test_every_case_names_parts_of_its_exercise(name):
         assert named <= set(parts), f"{name} {case.name}: names {sorted(named - set(parts))}, which are not parts"
         graded = case.graded(parts)
         assert all(graded[gid] == parts[gid] for gid in case.keeps), case.name
-        assert graded == (parts if case.right else {**{g: 0 for g in case.loses}, **{g: parts[g] for g in case.keeps}})
+        assert graded == (parts if case.right else {**{g: 0 for g in case.loses}, **{g: parts[g] for g in case.keeps},
+                                                     **{g: None for g in case.attacks}})

@@ -94,20 +94,20 @@ def course(tmp_path_factory) -> Path:
         nbformat.write(_answered(course / "release" / "tiny" / "tiny.ipynb"), folder / "tiny.ipynb")
         shutil.copy(course / "release" / "tiny" / "data.txt", folder / "data.txt")
         (folder / "timestamp.txt").write_text(stamp)
-    proc = _autograder("grade", str(course / "submitted"), "--out", str(course / "autograded"), "--workers", "1")
+    proc = _autograder("grade", str(course / "submitted"), "--out", str(course / "graded"), "--workers", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (course / "grade.log").write_text(proc.stdout)
     return course
 
 
 def _grades(course: Path) -> dict[str, dict[str, str]]:
-    with open(course / "autograded" / "grades.csv", newline="") as f:
+    with open(course / "graded" / "grades.csv", newline="") as f:
         return {row["student_id"]: row for row in csv.DictReader(f)}
 
 
 @pytest.mark.slow  # nbgrader's db, generate_assignment and autograde on a course, and our grade
 def test_a_manual_part_counts_in_the_maximum_and_waits_for_the_formgrader(course):
-    results = json.loads((course / "autograded" / "alice" / "tiny" / "results.json").read_text())
+    results = json.loads((course / "graded" / "alice" / "tiny" / "results.json").read_text())
     manual = {t["name"]: t for t in results["tests"]}[MANUAL_ID]
     assert [t["name"] for t in results["tests"]] == ["test-double", MANUAL_ID, "test-word"]  # the source's order
     assert manual["status"] == "manual" and manual["score"] == 0 and manual["max_score"] == MANUAL_POINTS
@@ -116,7 +116,7 @@ def test_a_manual_part_counts_in_the_maximum_and_waits_for_the_formgrader(course
     row = _grades(course)["alice"]
     assert row["status"] == "manual" and row["max_score"] == "7" and row[MANUAL_ID] == "0"
     assert f"pending manual grading: {MANUAL_ID}" in row["message"] and "not final" in row["message"]
-    page = (course / "autograded" / "alice" / "tiny" / "feedback.html").read_text()
+    page = (course / "graded" / "alice" / "tiny" / "feedback.html").read_text()
     assert "Score: 5 / 7" in page and "Not the final grade: 2 point(s) need manual grading" in page
     assert "needs manual grading" in page
     summary = (course / "grade.log").read_text()
@@ -149,6 +149,14 @@ def test_the_gradebook_fills_names_due_date_extension_and_penalty(course):
     assert bob["duedate"] == "2020-01-03 00:00:00"  # the due date with bob's extension
     assert (bob["raw_score"], bob["late_submission_penalty"], bob["score"]) == ("5", "0", "5")
     assert carol["status"] == "missing" and carol["score"] == "0" and carol["max_score"] == "7"
+    exported = course / "exported.csv"  # `export --submissions` reads the same gradebook
+    proc = _autograder("export", str(course / "graded"), "--submissions", str(course / "submitted"),
+                       "--out", str(exported))
+    assert proc.returncode == 0, proc.stderr
+    with open(exported, newline="") as f:
+        again = {row["student_id"]: row for row in csv.DictReader(f)}
+    assert (again["alice"]["duedate"], again["alice"]["late_submission_penalty"], again["alice"]["last_name"]) == (
+        DUE, "3", "Liddell")
 
 
 def test_the_course_config_gives_the_source_folder_and_defaults(tmp_path):
@@ -165,6 +173,9 @@ def test_the_course_config_gives_the_source_folder_and_defaults(tmp_path):
     penalties = gradebook.Penalties(found)  # no gradebook: no due date, no penalty, nothing created
     assert penalties.lateness("alice", "tiny", "2030-01-01 00:00:00 UTC", 5.0) == gradebook.Lateness()
     assert not (course / "gradebook.db").exists()
+    (course / "src").mkdir()
+    proc = _autograder("grade", str(course / "submitted"), "--out", str(course / "autograded"))
+    assert proc.returncode == 2 and "nbgrader's autograded folder" in proc.stderr, proc.stderr
     (course / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.source_directory = \n")
     proc = _autograder("grade", str(course / "submitted"), "--out", str(tmp_path / "out"))
     lines = proc.stderr.strip().splitlines()

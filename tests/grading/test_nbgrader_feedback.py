@@ -120,7 +120,7 @@ def test_nbgrader_release_and_fetch_feedback_deliver_our_page(shared_tmp):
     assert {p.name for p in submitted.iterdir()} >= {"tiny.ipynb", "timestamp.txt", "submission_secret.txt"}
 
     # Grading an nbgrader course's submitted/ folder into the course fills its feedback/ folder unasked.
-    out = course / "autograded"
+    out = course / "graded"
     proc = _autograder("grade", str(course / "submitted"), "--out", str(out),
                        "--source", str(course / "source"), "--workers", "1")
     assert proc.returncode == 0, proc.stderr
@@ -261,12 +261,12 @@ def test_a_scratch_run_leaves_the_courses_feedback_alone(tmp_path, monkeypatch, 
     captured = capsys.readouterr()
     assert "nbgrader feedback in" not in captured.out
     assert f"note: --out is outside the course {course}: its feedback/ was left as it is" in captured.err
-    assert cli.main([*common, "--out", str(course / "autograded"), "--no-nbgrader-feedback"]) == 0
+    assert cli.main([*common, "--out", str(course / "graded"), "--no-nbgrader-feedback"]) == 0
     assert page.read_text() == "<p>the page alice was given</p>"
     assert cli.main([*common, "--out", str(tmp_path / "scratch"), "--force", "--nbgrader-feedback"]) == 0
     assert "Score: 5 / 5" in page.read_text()
     page.write_text("<p>the page alice was given</p>")
-    assert cli.main([*common, "--out", str(course / "autograded"), "--force"]) == 0
+    assert cli.main([*common, "--out", str(course / "graded"), "--force"]) == 0
     assert "Score: 5 / 5" in page.read_text()
     assert f"nbgrader feedback in {course / 'feedback'}" in capsys.readouterr().out
     assert cli.main([*common, "--out", str(course / "x"), "--nbgrader-feedback", "--no-nbgrader-feedback"]) == 2

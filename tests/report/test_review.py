@@ -50,6 +50,11 @@ def reasons(source: str, protected: set[str] = frozenset()) -> list[str]:
     ("%%bash\nls /", "shell"),
     ("open('/tmp/autograder-sandboxes-0/x.req').read()", "grader's files"),
     ("make_model = lambda **k: None", "rebinds make_model"),
+    ("import sys\nLINE = 'Executing op {} in device /job:localhost/replica:0/task:0/device:GPU:0'\n"
+     "print(LINE.format('MatMul'), file=sys.stderr)", "placement log"),
+    ("class T:\n    @property\n    def device(self):\n        return '/GPU:0'", "answers a device"),
+    ("from tensorflow.tsl.profiler.protobuf import xplane_pb2", "trace protos"),
+    ("import os\nos.listdir('/proc/self/fd')", "grader's files"),
 ])
 def test_each_kind_of_reach_is_flagged(source, word):
     found = reasons(source, protected={"make_model"})
@@ -70,6 +75,7 @@ def test_each_kind_of_reach_is_flagged(source, word):
     "%%time\nx = sum(range(10))",
     "from autograder.checks.placement import capture\nimport autograder.checks.timing",
     "def broken(:\n    pass",  # does not parse: does not run either
+    "SAMPLE = 'Executing op MatMul in device /job:localhost/replica:0/task:0/device:CPU:0'\nparse(SAMPLE)",
 ])
 def test_honest_code_is_not_flagged(source):
     assert reasons(source, protected={"make_model"}) == []

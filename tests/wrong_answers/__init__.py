@@ -43,6 +43,9 @@ class Case:
     hostile: str = ""                # which attack class, for hostile cases (see HOSTILE_CLASSES)
     # parts it must NOT lose, graded too (part independence: a failing earlier part leaves them whole)
     keeps: tuple[str, ...] = ()
+    # parts an attack on what the kernel reports (OBSERVATION_CLASSES) aims at: each must score 0, or the
+    # submission must be flagged for review (extra_data.review); both is best
+    attacks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not set(self.breaks) <= set(self.loses):
@@ -51,6 +54,10 @@ class Case:
             raise ValueError(f"{self.name}: keeps and loses {sorted(set(self.keeps) & set(self.loses))}")
         if self.right and self.keeps:
             raise ValueError(f"{self.name}: a right answer keeps every part; 'keeps' is for wrong answers")
+        if self.attacks and self.hostile not in OBSERVATION_CLASSES:
+            raise ValueError(f"{self.name}: 'attacks' is for the attacks on what the kernel reports {OBSERVATION_CLASSES}")
+        if set(self.attacks) & (set(self.loses) | set(self.keeps)):
+            raise ValueError(f"{self.name}: a part is attacked and also lost or kept")
 
     @property
     def right(self) -> bool:
@@ -60,16 +67,21 @@ class Case:
     def graded(self, points: dict[str, float]) -> dict[str, float]:
         """The parts this case is graded on, with the score each must get, from the
         solution's ``points`` per part: every part at full marks for a right answer;
-        for a wrong one, 0 for each part it loses and full marks for each it keeps."""
+        for a wrong one, 0 for each part it loses and full marks for each it keeps; None for a
+        part it attacks (0, or the submission flagged for review)."""
         if self.right:
             return dict(points)
-        unknown = (set(self.loses) | set(self.keeps)) - set(points)
+        unknown = (set(self.loses) | set(self.keeps) | set(self.attacks)) - set(points)
         if unknown:
             raise ValueError(f"{self.name}: no parts named {sorted(unknown)}")
-        return {**{gid: 0 for gid in self.loses}, **{gid: points[gid] for gid in self.keeps}}
+        return {**{gid: 0 for gid in self.loses}, **{gid: points[gid] for gid in self.keeps},
+                **{gid: None for gid in self.attacks}}
 
 
 HOSTILE_CLASSES = ("silenced-errors", "rebinds-locked-name", "patches-grader", "duck-typed", "reads-course-files")
+# Attacks on what the kernel reports, by the channel they shape (issue: grades that hold against a reader of
+# the grader); each case names the parts it `attacks`: lost, or flagged for review.
+OBSERVATION_CLASSES = ("forges-placement", "forges-counts", "shapes-timing", "shapes-the-wire", "forges-trace")
 # Attacks on the engine rather than on an exercise: tried on the tiny assignment and on this exercise.
 ENGINE_HOSTILE_CLASSES = ("silenced-errors", "reads-course-files")
 ENGINE_EXERCISE = "06_autograph"
@@ -142,3 +154,20 @@ def released(assignment: str, gid: str) -> str:
         if cell["metadata"].get("nbgrader", {}).get("grade_id") == gid:
             return "".join(cell["source"])
     raise KeyError(gid)
+
+
+def edited(assignment: str, gid: str, old: str, new: str) -> str:
+    """The reference solution's answer cell ``gid`` with ``old`` (which must occur exactly once) replaced
+    by ``new``: a case that differs from the reference by one checked edit, instead of a copied
+    near-duplicate that silently drifts from it."""
+    from autograder.submission import notebook as nbtools
+    from tests.conftest import SOLUTIONS, notebook_for
+
+    cells = [c for c in nbtools.load(notebook_for(SOLUTIONS, assignment)).cells
+             if nbtools.nbgrader_meta(c).get("grade_id") == gid]
+    if len(cells) != 1:
+        raise ValueError(f"{assignment} has {len(cells)} cells named {gid!r}")
+    source = cells[0].source
+    if source.count(old) != 1:
+        raise ValueError(f"{assignment} {gid}: {old!r} occurs {source.count(old)} times in the reference, not once")
+    return source.replace(old, new)

@@ -11,7 +11,7 @@ Clauses (the "Specification" lists in the parts' text):
 - test-run-strictly: 1 calls fn() inside tf.device(device) and returns its result, 2 soft placement
   off while fn runs, 3 the setting found is restored on return and on error.
 """
-from tests.wrong_answers import Case
+from tests.wrong_answers import Case, edited
 
 ASSIGNMENT = "01_op_logs"
 
@@ -303,6 +303,19 @@ _placement._parse_line = lambda line: None
 
 REFERENCE_STEP = training_step()
 
+# --- Attacks on what the kernel reports -------------------------------------------------
+
+# Forged placement: the right step, plus placement-log lines written to stderr for the ops the
+# check looks for, on the device it asks about (what a capture in the kernel reads).
+FORGES_PLACEMENT_LINES = """
+import sys as _sys
+_FORGED = "Executing op {} in device /job:localhost/replica:0/task:0/device:CPU:1"
+def _forge():
+    for _op in ("VarHandleOp", "ReadVariableOp", "AssignVariableOp", "ResourceApplyAdam"):
+        print(_FORGED.format(_op), file=_sys.stderr)
+""" + edited("01_op_logs", "answer-training-step", "    return model, optimizer, train_step",
+             "    _forge()\n    return model, optimizer, train_step")
+
 CASES = [
     Case(
         name="wrong_width_unanswered_op_duck_typed_score_never_strict",
@@ -371,5 +384,11 @@ CASES = [
         loses=(STEP, NAMES, SCORE, STRICT),
         messages={STEP: "integrity", STRICT: "integrity"},
         hostile="rebinds-locked-name",
+    ),
+    Case(
+        name="forges_placement_log_lines",
+        replace={"answer-training-step": FORGES_PLACEMENT_LINES},
+        attacks=("test-training-step-placement",),
+        hostile="forges-placement",
     ),
 ]

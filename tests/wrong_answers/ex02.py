@@ -11,7 +11,7 @@ Clauses (the "Specification" lists in the parts' text):
   per GPU with a limit, 3 returns the GPUs, 4 bad limits raise ValueError before any change,
   5 runs no op and lets TensorFlow's errors through.
 """
-from tests.wrong_answers import Case
+from tests.wrong_answers import Case, edited
 
 ASSIGNMENT = "02_gpu_placement"
 
@@ -405,6 +405,13 @@ _timing.clock_is_genuine = lambda: True
 '''
 
 
+# --- Attacks on what the kernel reports -------------------------------------------------
+
+# A timer that looks into the function it is handed (its closure holds the hidden sleep schedule).
+READS_THE_SCHEDULE_FROM_THE_CLOSURE = edited(
+    "02_gpu_placement", "answer-time-per-call", "    for _ in range(warmup):",
+    "    _schedule = [c.cell_contents for c in (fn.__closure__ or ())]\n    for _ in range(warmup):")
+
 CASES = [
     Case(
         name="softmax_output_no_warmup_growth_on_first_gpu_only",
@@ -493,5 +500,11 @@ CASES = [
         loses=("test-train-step", "test-time-per-call", "test-configure-memory"),
         messages={STEP: "integrity", MEMORY: "integrity"},
         hostile="rebinds-locked-name",
+    ),
+    Case(
+        name="reads_the_schedule_from_the_closure",
+        replace={"answer-time-per-call": READS_THE_SCHEDULE_FROM_THE_CLOSURE},
+        attacks=("test-time-per-call",),
+        hostile="shapes-timing",
     ),
 ]

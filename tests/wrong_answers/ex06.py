@@ -14,7 +14,7 @@ Clauses (the parts' **Specification** lists):
 """
 
 from tests.wrong_answers import released as released_cell
-from tests.wrong_answers import SILENCE_ERRORS, Case, steal_solution
+from tests.wrong_answers import SILENCE_ERRORS, Case, edited, steal_solution
 
 ASSIGNMENT = "06_autograph"
 
@@ -284,6 +284,14 @@ _real_types = _tracing.graph_op_types
 _tracing.graph_op_types = lambda *a, **k: _real_types(*a, **k) | {"While"}
 '''
 
+# --- Attacks on what the kernel reports -------------------------------------------------
+
+# Trace counts clamped: the checks' counter module patched so every function reports one trace.
+CLAMPS_TRACE_COUNTS = """
+import autograder.checks.tracing as _tracing
+_tracing.count_traces = lambda *args, **kwargs: 1
+""" + edited("06_autograph", "answer-standardize", "def standardize_fixed(x, eps):", "def standardize_fixed(x, eps):")
+
 CASES = [
     Case(
         name="no_bias_int64_variance",
@@ -365,5 +373,11 @@ CASES = [
         replace={"answer-collatz": steal_solution(ASSIGNMENT, "answer-collatz")},
         loses=("test-collatz",),
         hostile="reads-course-files",
+    ),
+    Case(
+        name="clamps_the_trace_counter",
+        replace={"answer-standardize": CLAMPS_TRACE_COUNTS},
+        attacks=("test-standardize",),
+        hostile="forges-counts",
     ),
 ]

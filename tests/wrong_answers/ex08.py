@@ -2,7 +2,7 @@
 wrong answer, two right answers written differently, and the hostile classes."""
 import json
 
-from tests.wrong_answers import Case, steal_solution
+from tests.wrong_answers import Case, edited, steal_solution
 
 ASSIGNMENT = "08_deployment"
 
@@ -324,6 +324,16 @@ def make_fast_predict(model):
     return predict
 '''
 
+# --- Attacks on what the kernel reports -------------------------------------------------
+
+# The wire shaped: the body holds a NumPy array (not JSON-serialisable), and the kernel's JSON encoder
+# is patched to turn arrays into lists, so a json.dumps in the kernel would accept it.
+PATCHES_THE_JSON_ENCODER = """
+import json as _json
+_json.JSONEncoder.default = lambda self, value: value.tolist() if hasattr(value, "tolist") else str(value)
+""" + edited("08_deployment", "answer-rest", '"instances": np.asarray(features).tolist()}',
+             '"instances": np.asarray(features)}')
+
 CASES = [
     Case(
         name="right_export_archive_named_instances_tfsmlayer_decorated",
@@ -408,5 +418,11 @@ CASES = [
         loses=("test-export", "test-rest", "test-load", "test-fast-predict"),
         messages={"test-export": "integrity"},
         hostile="patches-grader",
+    ),
+    Case(
+        name="patches_the_json_encoder",
+        replace={"answer-rest": PATCHES_THE_JSON_ENCODER},
+        attacks=("test-rest",),
+        hostile="shapes-the-wire",
     ),
 ]

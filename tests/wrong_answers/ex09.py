@@ -2,7 +2,7 @@
 every part a wrong answer, two right answers written differently, and the
 hostile classes."""
 
-from tests.wrong_answers import Case, steal_solution
+from tests.wrong_answers import Case, edited, steal_solution
 
 ASSIGNMENT = "09_profiling"
 
@@ -345,6 +345,22 @@ def accumulated_gradients(model, x, y, micro_batch_size):
     return loss_sum, grad_sums
 '''
 
+# --- Attacks on what the kernel reports -------------------------------------------------
+
+# A forged trace: the profile is recorded, then a trace of the answer's own making (an XSpace with no
+# events) is written beside it as the newest file, where a reader of the logdir looks.
+FORGES_THE_TRACE = """
+import os as _os
+import time as _time
+from tensorflow.tsl.profiler.protobuf import xplane_pb2 as _xplane_pb2
+""" + edited("09_profiling", "answer-profile-steps", "    return find_xplane(logdir)",
+             "    _real = find_xplane(logdir)\n"
+             "    _forged = _os.path.join(_os.path.dirname(str(_real)), 'forged.xplane.pb')\n"
+             "    with open(_forged, 'wb') as _out:\n"
+             "        _out.write(_xplane_pb2.XSpace().SerializeToString())\n"
+             "    _time.sleep(0.01)\n"
+             "    return _forged")
+
 CASES = [
     Case(
         name="right_start_stop_table_library_divide_no_nan_weighted",
@@ -437,5 +453,11 @@ CASES = [
         loses=("test-profile-steps", "test-slowest-op", "test-stable-loss", "test-safe-normalize", "test-accumulation"),
         messages={"test-profile-steps": "integrity"},
         hostile="patches-grader",
+    ),
+    Case(
+        name="forges_the_trace_file",
+        replace={"answer-profile-steps": FORGES_THE_TRACE},
+        attacks=("test-profile-steps",),
+        hostile="forges-trace",
     ),
 ]

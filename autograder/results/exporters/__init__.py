@@ -98,9 +98,8 @@ def write_export(out_dir: Path | str, fmt: str, *, roster: Roster | Path | str |
     from autograder.results import gradebook
 
     graded = read_graded(out_dir, submissions)
-    course_root = gradebook.course_of(submissions) if submissions else None
-    if course_root is not None:  # an nbgrader course's submitted/: its gradebook dates and names the rows
-        course = gradebook.load_course(course_root)
+    course = gradebook.find_course(submissions) if submissions else None
+    if course is not None:  # an nbgrader course's submitted/: its gradebook dates and names the rows
         gradebook.fill_rows(course, graded.rows)
         if not roster.people:
             roster = gradebook.read_roster(course)
