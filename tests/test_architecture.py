@@ -99,7 +99,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_tree_shows_the_roles():
     top = {p.name for p in PACKAGE.iterdir() if p.suffix == ".py"}
     assert top == TOP_LEVEL, f"modules at the top of autograder/ must belong to a role folder: {sorted(top - TOP_LEVEL)}"
-    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and any(p.rglob("*.py"))}  # not stale bytecode
     assert folders == set(ROLES), f"every folder of autograder/ is a role of MAY_IMPORT: {sorted(folders ^ set(ROLES))}"
     for role in ROLES:
         assert (PACKAGE / role / "__init__.py").read_text(encoding="utf-8").startswith('"""'), \
