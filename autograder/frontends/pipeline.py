@@ -46,7 +46,7 @@ def grade_notebook(notebook: Path | None, assignment: Assignment, *, limits: san
         message = (f"the grader failed on this submission ({exc.__class__.__name__}: {exc}); "
                    "grade it again, and tell the course maintainers if it keeps failing")
         return zero_results(assignment.parts, message, notebook=notebook.name)
-    results = feedback.redact_hidden(results, assignment.hidden_lines)
+    results = feedback.clean_messages(feedback.redact_hidden(results, assignment.hidden_lines))
     results = with_manual_parts(results, assignment, only_parts)
     results.review = _review(notebook, assignment, results)
     return results

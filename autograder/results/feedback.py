@@ -9,6 +9,10 @@ removes any message that contains a line of the source's hidden tests before
 from __future__ import annotations
 
 import html
+import os
+import re
+import sys
+import sysconfig
 from dataclasses import replace
 
 from autograder.results.results import Results
@@ -30,6 +34,49 @@ def redact_hidden(results: Results, hidden_lines: list[str]) -> Results:
 
     tests = [replace(t, output=clean(t.output)) for t in results.tests]
     return replace(results, tests=tests, output=clean(results.output))
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+(, in .*)?$')
+
+
+def _graders_places() -> tuple[str, ...]:
+    """Where the grader's own code lives: this package and the Python installation (TensorFlow, Keras)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    places = {here, sys.prefix, sys.base_prefix, sys.exec_prefix, sysconfig.get_paths()["stdlib"]}
+    return tuple(os.path.realpath(p).rstrip(os.sep) + os.sep for p in places if p)
+
+
+def clean_message(text: str, places: tuple[str, ...] | None = None) -> str:
+    """A message as a learner should read it: no terminal colour codes, no stack frame of the grader's
+    own code or of the installation (the grader's install paths and TensorFlow's "defined at" stacks
+    through the sandbox's processes say nothing a learner can act on), the rest kept in order.  The
+    learner's own frames (a notebook cell's) stay."""
+    places = places or _graders_places()
+    lines, dropping = [], False
+    for line in _ANSI.sub("", text).splitlines():
+        frame = _FRAME.match(line)
+        if frame:
+            dropping = frame.group(1).startswith("<frozen") or \
+                os.path.realpath(frame.group(1)).startswith(places)
+            if dropping:
+                continue
+        elif dropping and (not line.strip() or line.startswith((" ", "\t"))):
+            continue  # the dropped frame's source line and the blank line after it
+        else:
+            dropping = False
+        lines.append(line)
+    cleaned = "\n".join(lines)
+    for place in places:  # a path of the grader's left in prose
+        cleaned = cleaned.replace(place, "")
+    return re.sub(r"\n{3,}", "\n\n", cleaned).strip() if text.strip() else text
+
+
+def clean_messages(results: Results) -> Results:
+    """``results`` with every message passed through :func:`clean_message`."""
+    places = _graders_places()
+    tests = [replace(t, output=clean_message(t.output, places)) for t in results.tests]
+    return replace(results, tests=tests, output=clean_message(results.output, places))
 
 
 _STATUS = {"passed": "passed", "failed": "failed", "error": "did not run", "missing": "missing",

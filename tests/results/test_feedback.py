@@ -36,3 +36,29 @@ def test_html_shows_each_part_escaped():
     assert "Score: 3 / 5" in page
     assert "test-a" in page and "3 / 3" in page and "0 / 2" in page
     assert "cell 3 ran longer than 8 s" in page
+
+
+def test_messages_lose_the_graders_frames_and_colour_codes_and_keep_the_cause():
+    import os
+    import sys
+
+    from autograder.results import feedback as fb
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(fb.__file__)))
+    site = os.path.join(sys.prefix, "lib", "python3.11", "site-packages", "keras", "src", "trainers", "trainer.py")
+    message = (
+        "your code raised InvalidArgumentError: Graph execution error:\n\n"
+        "Detected at node sparse_categorical_crossentropy/Xent defined at (most recent call last):\n"
+        '  File "<frozen runpy>", line 198, in _run_module_as_main\n\n'
+        f'  File "{package}/sandbox/zygote.py", line 69, in <module>\n\n'
+        f'  File "{site}", line 55, in fit\n    self.step()\n\n'
+        '  File "/tmp/ipykernel_12/3456.py", line 7, in train_step\n    loss = loss_fn(y, logits)\n\n'
+        "\x1b[31mReceived a label value of 3 which is outside the valid range of [0, 3).\x1b[0m\n"
+        f"(seen by {package}/checks/timing.py)")
+    cleaned = fb.clean_message(message)
+    assert package not in cleaned and sys.prefix not in cleaned and "zygote" not in cleaned and "<frozen" not in cleaned
+    assert "\x1b" not in cleaned
+    assert cleaned.startswith("your code raised InvalidArgumentError: Graph execution error:")
+    assert '"/tmp/ipykernel_12/3456.py", line 7, in train_step' in cleaned and "loss = loss_fn(y, logits)" in cleaned
+    assert "Received a label value of 3 which is outside the valid range of [0, 3)." in cleaned
+    assert fb.clean_message("double(2) returned 3, expected 4") == "double(2) returned 3, expected 4"
