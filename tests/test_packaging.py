@@ -220,10 +220,14 @@ def test_gradescope_zip_from_an_installed_package_installs_and_grades(installed,
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads((base / "results" / "results.json").read_text())
     tests = {t["name"]: t for t in data["tests"]}
-    assert {n: t["score"] for n, t in tests.items()} == {"test-double": 0.0, "test-word": 2.0}, data
-    # both tiny parts have hidden tests: they carry the zip's --hidden-visibility (the default)
-    assert {n: t.get("visibility") for n, t in tests.items()} == {"test-double": "after_published",
-                                                                  "test-word": "after_published"}, data
+    # both tiny parts have hidden tests, which the zip's --hidden-visibility (the default, after_published)
+    # hides: each is split into its visible tests (0 points, shown at once) and all its tests (its points)
+    assert {n: t["score"] for n, t in tests.items()} == {
+        "test-double (visible tests)": 0.0, "test-double (all tests)": 0.0,
+        "test-word (visible tests)": 0.0, "test-word (all tests)": 2.0}, data
+    assert {n: t.get("visibility") for n, t in tests.items()} == {
+        "test-double (visible tests)": "visible", "test-double (all tests)": "after_published",
+        "test-word (visible tests)": "visible", "test-word (all tests)": "after_published"}, data
     assert "hidden-marker" not in json.dumps(data)
 
 
