@@ -13,12 +13,10 @@ The worker (:mod:`autograder.sandbox.worker`) names this module in the kernel sp
 """
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import json
 import os
 import signal
-import struct
 import sys
 
 from autograder.forking import set_process_name
@@ -27,23 +25,12 @@ from autograder.sandbox.isolation import (
     CLONE_NEWNS, CLONE_NEWPID, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_REC, _check, _libc, _mount,
     close_fds_except,
 )
-from autograder.isolation import shim_wait
+from autograder.isolation import drop_capabilities, shim_wait
 
 
 # --- the kernel launcher ----------------------------------------------------------------
 
 KERNEL_MODULE = "autograder.sandbox.kernel"  # what the kernel spec runs: ``python -m KERNEL_MODULE -f ...``
-PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
-
-
-def _drop_capabilities() -> None:
-    for cap in range(64):
-        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            break
-    header = struct.pack("II", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = ctypes.create_string_buffer(24)  # two zeroed cap_user_data_t
-    _check(_libc.capset(ctypes.c_char_p(header), data), "capset")
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
 
 
 def _limit(config: dict) -> None:
@@ -57,7 +44,7 @@ def _limit(config: dict) -> None:
     if config.get("rlimit_nproc"):  # ignored for root, effective otherwise
         resource.setrlimit(resource.RLIMIT_NPROC, (config["rlimit_nproc"],) * 2)
     if config.get("drop_caps"):
-        _drop_capabilities()
+        drop_capabilities()
 
 
 def _limit_and_exec(config: dict, argv: list[str]) -> None:
